@@ -1,0 +1,35 @@
+# Two commands do everything on a fresh machine (Python 3.11 with venv):
+#   make book   set up .venv from the pinned requirements and build the HTML book
+#   make test   set up .venv and run the lib tests and every chapter through nbval
+# Other targets: make bench (chapter and build timings), make lint, make clean.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: book test bench lint clean venv
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+book: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/build_book.py
+
+test: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/run_tests.py
+
+bench: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/benchmark.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check lib tests scripts _ext
+
+clean:
+	rm -rf _build _nbtest

@@ -1,0 +1,126 @@
+r"""Reference solutions of convex programs, solved with cvxpy (Clarabel).
+
+The implicit-bias theorems of the course say that gradient flow converges to the solution of
+a convex program. These are the programs for the two classical limits:
+
+* :func:`min_norm_interpolant`: :math:`\arg\min \|\beta\|_p` s.t. :math:`X\beta = y`, the limit of
+  regression in the kernel regime (``p = 2``) and in the rich regime of diagonal networks
+  (``p = 1``; Woodworth et al. 2020, Theorem 1 and Sec. 4).
+* :func:`max_margin`: :math:`\arg\min \|w\|_p` s.t. :math:`y_n\langle x_n, w\rangle \ge 1`, the
+  limit direction of classification with the exponential loss (``p = 2``: Soudry et al. 2018;
+  ``p = 1``: the rich limit of diagonal networks, Moroshko et al. 2020).
+
+Solutions are accepted only when the solver reports ``optimal``; anything else raises.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate
+
+__all__ = ["min_norm_interpolant", "max_margin"]
+
+_TOL = dict(tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e-9,
+            max_iter=500)
+
+
+def _check_p(p):
+    if isinstance(p, bool) or p not in (1, 2):
+        raise ValueError(f"p must be 1 or 2, got {p!r}")
+    return int(p)
+
+
+def _solve(problem, what):
+    try:
+        problem.solve(solver=cp.CLARABEL, **_TOL)
+    except cp.error.SolverError as err:
+        raise RuntimeError(f"{what}: the solver failed ({err})") from err
+    return problem.status
+
+
+def min_norm_interpolant(X, y, p=2):
+    r"""Minimum-:math:`\ell_p`-norm interpolant :math:`\arg\min_\beta \|\beta\|_p` s.t.
+    :math:`X\beta = y`.
+
+    Args:
+        X: ``(N, d)`` float design matrix.
+        y: ``(N,)`` float targets.
+        p: 1 or 2.
+
+    Returns:
+        ``(d,)`` float64 JAX array :math:`\beta` (to about 1e-9 relative accuracy).
+
+    Raises:
+        ValueError: bad shapes, non-finite entries, ``p`` not in {1, 2}, or an inconsistent
+            system (no exact interpolant).
+        RuntimeError: the solver stopped without reaching optimality.
+
+    Example:
+        >>> import numpy as np
+        >>> min_norm_interpolant(np.array([[1.0, 1.0]]), np.array([2.0]), p=2).tolist()
+        [1.0, 1.0]
+    """
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.as_array("y", y, shape=(X.shape[0],))
+    p = _check_p(p)
+    Xn, yn = np.asarray(X), np.asarray(y)
+    if p == 2:
+        beta = np.linalg.lstsq(Xn, yn, rcond=None)[0]
+        resid = np.linalg.norm(Xn @ beta - yn)
+        if resid > 1e-8 * max(1.0, np.linalg.norm(yn)):
+            raise ValueError(f"X beta = y is inconsistent (least-squares residual {resid:.3e})")
+        # lstsq returns the minimum-norm solution for under-determined systems
+        return jnp.asarray(beta)
+    beta = cp.Variable(Xn.shape[1])
+    scale = max(np.abs(yn).max(), 1e-300)
+    prob = cp.Problem(cp.Minimize(cp.norm1(beta)), [Xn @ beta == yn / scale])
+    status = _solve(prob, "min_norm_interpolant")
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        raise ValueError("X beta = y is inconsistent: no interpolant exists")
+    if status != cp.OPTIMAL:
+        raise RuntimeError(f"min_norm_interpolant: solver status {status!r}")
+    return jnp.asarray(beta.value * scale)
+
+
+def max_margin(X, y, p=2):
+    r"""Maximum-margin linear classifier :math:`\arg\min_w \|w\|_p` s.t.
+    :math:`y_n \langle x_n, w\rangle \ge 1` for all n.
+
+    The :math:`\ell_p` margin of the data is :math:`1 / \|w\|_p` and its direction is
+    :math:`w / \|w\|_p`.
+
+    Args:
+        X: ``(N, d)`` float inputs.
+        y: ``(N,)`` labels in {-1, +1}.
+        p: 1 or 2.
+
+    Returns:
+        ``(d,)`` float64 JAX array ``w``.
+
+    Raises:
+        ValueError: bad shapes or labels, ``p`` not in {1, 2}, or data that are not linearly
+            separable (through the origin).
+        RuntimeError: the solver stopped without reaching optimality.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 0.5], [-1.0, 0.5]]); y = np.array([1.0, -1.0])
+        >>> [round(v, 6) for v in max_margin(X, y, p=2).tolist()]
+        [1.0, 0.0]
+    """
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.labels("y", y, X.shape[0])
+    p = _check_p(p)
+    Xn, yn = np.asarray(X), np.asarray(y)
+    w = cp.Variable(Xn.shape[1])
+    objective = cp.norm1(w) if p == 1 else cp.sum_squares(w)
+    prob = cp.Problem(cp.Minimize(objective), [cp.multiply(yn, Xn @ w) >= 1])
+    status = _solve(prob, "max_margin")
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        raise ValueError("the data (X, y) are not linearly separable through the origin")
+    if status != cp.OPTIMAL:
+        raise RuntimeError(f"max_margin: solver status {status!r}")
+    return jnp.asarray(w.value)

@@ -1,0 +1,445 @@
+r"""Gradient descent and gradient flow over a pytree of parameters.
+
+Every experiment in the course trains a model by minimising a loss :math:`L(\theta)` with
+
+.. math::
+    \theta_{k+1} = \theta_k - \eta_k \nabla L(\theta_k)
+    \qquad\text{or, as } \eta \to 0, \qquad
+    \dot\theta(t) = -\nabla L(\theta(t)),
+
+the *gradient flow* of Woodworth et al. (2020, Sec. 2) and Chizat & Bach (2020). This module
+provides both, written once for any loss over any pytree of parameters:
+
+* :func:`gradient_descent` runs a fixed step size (optionally *normalized*: the step is divided
+  by the loss, as Moroshko et al. 2020 do for the exponential loss) inside a compiled
+  ``lax.while_loop``. The trajectory is recorded only at chosen snapshot steps; between
+  snapshots the loop advances in one compiled chunk, so a run of 10^7 steps stores a few
+  dozen states. Training stops early once the loss reaches a target.
+* :func:`gradient_descent_sweep` runs the same training for a batch of initializations (for
+  instance a grid of initialization scales ``alpha``) with a single compilation, through
+  ``jax.vmap``.
+* :func:`gradient_flow` integrates the ODE with an adaptive-step solver from diffrax, to the
+  tolerances you choose; it is the reference that small-step gradient descent approaches.
+
+Losses that become astronomically small (exponential loss at training accuracy
+:math:`-\log L` in the thousands) are handled in *log domain*: pass ``log_domain=True`` and a
+function returning :math:`\log L`. Then normalized GD uses :math:`\nabla L / L = \nabla \log L`,
+which neither underflows nor stalls, and the recorded losses and the target are logs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any, Callable, NamedTuple
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+from tqdm.auto import tqdm
+
+from . import _validate
+
+PyTree = Any
+
+__all__ = [
+    "DivergenceError",
+    "Trajectory",
+    "gradient_descent",
+    "gradient_descent_sweep",
+    "gradient_flow",
+    "snapshot_steps",
+]
+
+
+class DivergenceError(RuntimeError):
+    """Raised when the loss or the parameters become non-finite during training."""
+
+
+class Trajectory(NamedTuple):
+    """A training run recorded at snapshot steps.
+
+    Attributes:
+        steps: ``(S,)`` int array, number of steps taken when each snapshot was recorded.
+            After an early stop (target reached or divergence) the remaining snapshots
+            repeat the final state and show the step count at which training stopped.
+        times: ``(S,)`` float64, the flow time of each snapshot: ``steps * step_size`` for
+            gradient descent (in units of the normalized step when ``normalized=True``).
+        params: the parameter pytree with a leading axis of length ``S``.
+        losses: ``(S,)`` loss at each snapshot (``log L`` when ``log_domain=True``).
+        final: the parameters when training stopped.
+        num_steps: steps taken in total (an int, or an ``(B,)`` array for a sweep).
+        converged: ``True`` where the loss reached ``target`` (``False`` if no target).
+        diverged: ``True`` where the loss became non-finite (only with
+            ``on_divergence="stop"``).
+
+    For :func:`gradient_descent_sweep` every field has an extra leading batch axis ``B``.
+    """
+
+    steps: jax.Array
+    times: jax.Array
+    params: PyTree
+    losses: jax.Array
+    final: PyTree
+    num_steps: Any
+    converged: Any
+    diverged: Any
+
+
+class _State(NamedTuple):
+    params: PyTree
+    step: jax.Array
+    loss: jax.Array
+    done: jax.Array
+    bad: jax.Array
+
+
+def snapshot_steps(num_steps, count=64):
+    """Snapshot steps spaced geometrically from 1 to ``num_steps``, with 0 prepended.
+
+    Implicit-bias plots are read on a logarithmic time axis, so this is the default spacing.
+
+    Args:
+        num_steps: total number of steps, an int >= 1.
+        count: approximate number of snapshots after step 0 (duplicates are removed).
+
+    Returns:
+        A sorted ``numpy`` int array starting at 0 and ending at ``num_steps``.
+
+    Example:
+        >>> snapshot_steps(1000, 4).tolist()
+        [0, 1, 10, 100, 1000]
+    """
+    num_steps = _validate.integer("num_steps", num_steps, minimum=1)
+    count = _validate.integer("count", count, minimum=1)
+    geo = np.geomspace(1, num_steps, count).round().astype(np.int64)
+    return np.unique(np.concatenate([[0], geo, [num_steps]]))
+
+
+def _loss_and_direction(loss, params, loss_args, normalized, log_domain):
+    """Loss value and the descent direction ``d`` with update ``params - eta * d``."""
+    if loss_args is None:
+        value, grad = jax.value_and_grad(loss)(params)
+    else:
+        value, grad = jax.value_and_grad(loss)(params, loss_args)
+    if log_domain:
+        # value = log L; grad L = L * grad log L and grad L / L = grad log L.
+        scale = 1.0 if normalized else jnp.exp(value)
+    else:
+        scale = 1.0 / value if normalized else 1.0
+    direction = jax.tree_util.tree_map(lambda g: scale * g, grad)
+    return value, direction
+
+
+def _all_finite(tree):
+    leaves = jax.tree_util.tree_leaves(tree)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "normalized", "log_domain", "batched"))
+def _advance(loss, state, stop_step, step_size, target, loss_args, normalized, log_domain,
+             batched):
+    """Run steps until ``stop_step`` or until the target is reached; compiled once per loss."""
+
+    def run_one(state, step_size, target, loss_args):
+        def cond(s):
+            return (s.step < stop_step) & ~s.done
+
+        def body(s):
+            value, direction = _loss_and_direction(loss, s.params, loss_args, normalized,
+                                                   log_domain)
+            reached = value <= target
+            bad = ~jnp.isfinite(value) | ~_all_finite(direction)
+            stop = reached | bad
+            new_params = jax.tree_util.tree_map(
+                lambda p, d: jnp.where(stop, p, p - step_size * d), s.params, direction)
+            return _State(new_params, s.step + jnp.where(stop, 0, 1), value, stop, bad)
+
+        s = jax.lax.while_loop(cond, body, state)
+        # Loss at the state actually reached (the loop records the loss before each step).
+        value, _ = _loss_and_direction(loss, s.params, loss_args, normalized, log_domain)
+        bad = s.bad | ~jnp.isfinite(value)
+        return s._replace(loss=value, done=s.done | (value <= target) | bad, bad=bad)
+
+    if batched:
+        axes_args = None if loss_args is None else 0
+        return jax.vmap(run_one, in_axes=(0, 0, None, axes_args))(state, step_size, target,
+                                                                  loss_args)
+    return run_one(state, step_size, target, loss_args)
+
+
+def _progress_enabled(progress):
+    if progress is not None:
+        return bool(progress)
+    env = os.environ.get("LIB_PROGRESS")
+    if env is not None:
+        return env not in ("", "0", "false", "False")
+    return sys.stderr.isatty()
+
+
+def _check_snapshots(snapshots, num_steps):
+    if snapshots is None:
+        return snapshot_steps(num_steps)
+    if isinstance(snapshots, int | np.integer) and not isinstance(snapshots, bool):
+        return snapshot_steps(num_steps, _validate.integer("snapshots", snapshots, minimum=1))
+    steps = np.asarray(snapshots)
+    if steps.ndim != 1 or steps.size == 0 or not np.issubdtype(steps.dtype, np.integer):
+        raise ValueError("snapshots must be an int or a non-empty 1-D array of step indices")
+    if np.any(np.diff(steps) <= 0) or steps[0] < 0 or steps[-1] > num_steps:
+        raise ValueError(f"snapshots must be strictly increasing steps in [0, {num_steps}]")
+    return steps
+
+
+def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
+         loss_args, progress, on_divergence, batched):
+    num_steps = _validate.integer("num_steps", num_steps, minimum=0)
+    if on_divergence not in ("raise", "stop"):
+        raise ValueError(f"on_divergence must be 'raise' or 'stop', got {on_divergence!r}")
+    if not callable(loss):
+        raise ValueError("loss must be a callable params -> scalar")
+    steps = _check_snapshots(snapshots, max(num_steps, 1)) if num_steps > 0 else np.array([0])
+    leaves = jax.tree_util.tree_leaves(params0)
+    if not leaves:
+        raise ValueError("params0 must contain at least one array")
+    params0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=jnp.float64), params0)
+    if not bool(_all_finite(params0)):
+        raise ValueError("params0 contains non-finite values")
+    batch = leaves[0].shape[0] if batched else None
+    eta = np.asarray(step_size, dtype=np.float64)
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        raise ValueError(f"step_size must be finite and > 0, got {step_size!r}")
+    if batched:
+        eta = np.broadcast_to(eta, (batch,)) if eta.ndim == 0 else eta
+        if eta.shape != (batch,):
+            raise ValueError(f"step_size must be a scalar or have shape ({batch},)")
+    elif eta.ndim != 0:
+        raise ValueError("step_size must be a scalar")
+    target = -jnp.inf if target is None else jnp.float64(target)
+    eta = jnp.asarray(eta)
+
+    shape = (batch,) if batched else ()
+    zeros = jnp.zeros(shape)
+    state = _State(params0, jnp.zeros(shape, dtype=jnp.int64), zeros,
+                   jnp.zeros(shape, dtype=bool), jnp.zeros(shape, dtype=bool))
+    # Evaluate the initial loss through the same compiled path (stop_step = 0 takes no step).
+    state = _advance(loss, state, 0, eta, target, loss_args, normalized, log_domain, batched)
+
+    records = []
+    bar = tqdm(total=int(steps[-1]), disable=not _progress_enabled(progress), leave=False,
+               desc="gradient descent")
+    for stop in steps:
+        state = _advance(loss, state, int(stop), eta, target, loss_args, normalized,
+                         log_domain, batched)
+        records.append(state)
+        bar.n = int(stop)
+        bar.refresh()
+        if bool(jnp.all(state.bad)) or bool(jnp.all(state.done)):
+            break
+    bar.close()
+    while len(records) < len(steps):  # fill snapshots after an early stop
+        records.append(state)
+    if on_divergence == "raise" and bool(jnp.any(state.bad)):
+        raise DivergenceError(
+            f"loss became non-finite after {np.asarray(state.step).max()} steps "
+            f"(step_size={step_size!r}); reduce step_size or pass on_divergence='stop'")
+
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *records)
+    if batched:  # put the batch axis first: (B, S, ...)
+        stacked = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), stacked)
+    step_arr = stacked.step
+    times = step_arr * (eta[:, None] if batched else eta)
+    return Trajectory(
+        steps=step_arr,
+        times=times,
+        params=stacked.params,
+        losses=stacked.loss,
+        final=state.params,
+        num_steps=np.asarray(state.step) if batched else int(state.step),
+        converged=np.asarray(state.loss <= target) if batched else bool(state.loss <= target),
+        diverged=np.asarray(state.bad) if batched else bool(state.bad),
+    )
+
+
+def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_steps: int,
+                     snapshots=None, target: float | None = None, normalized: bool = False,
+                     log_domain: bool = False, loss_args: PyTree = None,
+                     progress: bool | None = None, on_divergence: str = "raise") -> Trajectory:
+    r"""Gradient descent :math:`\theta_{k+1} = \theta_k - \eta\, d_k` on any loss over a pytree.
+
+    The direction is :math:`d_k = \nabla L(\theta_k)`, or :math:`\nabla L / L` with
+    ``normalized=True`` (normalized GD, used for the exponential loss by Moroshko et al. 2020,
+    Sec. 5). The loop is compiled once per ``loss`` function and advances between snapshots
+    in compiled chunks; only the snapshots are stored.
+
+    Args:
+        loss: ``loss(params)`` or ``loss(params, loss_args)`` returning a scalar float64: the
+            loss :math:`L`, or :math:`\log L` when ``log_domain=True``. Pass the same function
+            object to repeated calls to reuse the compiled loop.
+        params0: initial parameters, a pytree of float arrays (cast to float64).
+        step_size: :math:`\eta > 0`.
+        num_steps: maximal number of steps, an int >= 0.
+        snapshots: steps at which to record the state: an int ``k`` for about ``k`` steps
+            spaced geometrically (default 64), or an increasing int array in
+            ``[0, num_steps]``.
+        target: stop as soon as the loss (or ``log L``) is at most this value.
+        normalized: divide the gradient by the loss.
+        log_domain: ``loss`` returns :math:`\log L`; the update uses
+            :math:`\nabla L = L\,\nabla\log L` (or :math:`\nabla \log L` when normalized).
+        loss_args: optional pytree passed as the second argument of ``loss``.
+        progress: show a tqdm progress bar; ``None`` shows it only in a terminal or when the
+            environment variable ``LIB_PROGRESS=1`` is set (built pages stay clean).
+        on_divergence: ``"raise"`` (default) raises :class:`DivergenceError` when the loss or
+            the gradient becomes non-finite; ``"stop"`` stops there and flags ``diverged``.
+
+    Returns:
+        A :class:`Trajectory` whose ``params`` leaves have a leading snapshot axis.
+
+    Raises:
+        ValueError: non-positive or non-finite ``step_size``, negative ``num_steps``,
+            malformed ``snapshots``, non-finite ``params0``.
+        DivergenceError: the run diverged and ``on_divergence="raise"``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> traj = gradient_descent(lambda w: jnp.sum((w - 3.0) ** 2), jnp.zeros(2),
+        ...                         step_size=0.1, num_steps=200)
+        >>> bool(jnp.allclose(traj.final, 3.0))
+        True
+    """
+    return _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
+                loss_args, progress, on_divergence, batched=False)
+
+
+def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_steps: int,
+                           snapshots=None, target: float | None = None,
+                           normalized: bool = False, log_domain: bool = False,
+                           loss_args: PyTree = None, progress: bool | None = None,
+                           on_divergence: str = "raise") -> Trajectory:
+    """:func:`gradient_descent` for a batch of ``B`` runs at once, with one compilation.
+
+    Use it to sweep a grid of initialization scales: stack the initial parameters along a
+    new leading axis (for example ``alpha[:, None] * w0``) and, if the step depends on the
+    scale, pass one step size per run.
+
+    Args:
+        loss: as in :func:`gradient_descent`, for one run (it is vectorized with ``jax.vmap``).
+        params0: pytree whose leaves all have a leading batch axis of length ``B``.
+        step_size: a scalar, or a ``(B,)`` array of step sizes > 0.
+        loss_args: ``None`` or a pytree whose leaves have a leading axis ``B`` (one per run).
+        Other arguments: as in :func:`gradient_descent`; ``target`` is shared by all runs.
+
+    Returns:
+        A :class:`Trajectory` whose fields have a leading batch axis: ``params`` leaves are
+        ``(B, S, ...)``, ``losses`` and ``steps`` are ``(B, S)``, ``num_steps``,
+        ``converged`` and ``diverged`` are ``(B,)`` numpy arrays. Each run stops on its own.
+
+    Raises:
+        ValueError: as :func:`gradient_descent`, or if ``step_size`` has the wrong shape.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> alphas = jnp.array([0.5, 1.0, 2.0])
+        >>> traj = gradient_descent_sweep(lambda w: jnp.sum((w - 1.0) ** 2),
+        ...                               alphas[:, None] * jnp.ones((3, 4)),
+        ...                               step_size=0.1, num_steps=300)
+        >>> traj.final.shape
+        (3, 4)
+    """
+    leaves = jax.tree_util.tree_leaves(params0)
+    if not leaves or any(jnp.ndim(x) == 0 for x in leaves):
+        raise ValueError("params0 leaves must have a leading batch axis")
+    sizes = {jnp.shape(x)[0] for x in leaves}
+    if len(sizes) != 1:
+        raise ValueError(f"params0 leaves must share the batch size, got sizes {sorted(sizes)}")
+    return _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
+                loss_args, progress, on_divergence, batched=True)
+
+
+def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10,
+                  atol: float = 1e-12, loss_args: PyTree = None, target: float | None = None,
+                  max_steps: int = 1_000_000, stiff: bool = False) -> Trajectory:
+    r"""Integrate the gradient flow :math:`\dot\theta = -\nabla L(\theta)` with diffrax.
+
+    An adaptive Runge-Kutta method (``Tsit5``, or the implicit ``Kvaerno5`` when
+    ``stiff=True``) with a PID step-size controller integrates the flow to relative tolerance
+    ``rtol`` and absolute tolerance ``atol`` and returns the state at the requested times.
+    This is the reference against which gradient descent with small steps is compared, and
+    the flow whose limits the implicit-bias theorems describe (Woodworth et al. 2020,
+    Theorem 1; Chizat & Bach 2020).
+
+    Args:
+        loss: ``loss(params)`` or ``loss(params, loss_args)`` returning a scalar.
+        params0: initial parameters, a pytree of float arrays.
+        times: ``(S,)`` increasing times >= 0 at which to record the state; the flow is
+            integrated from 0 to ``times[-1]``.
+        rtol, atol: tolerances of the step-size controller, > 0.
+        loss_args: optional second argument of ``loss``.
+        target: stop when the loss reaches this value; later snapshots repeat the final state.
+        max_steps: bound on the solver's steps.
+        stiff: use the implicit solver ``Kvaerno5``.
+
+    Returns:
+        A :class:`Trajectory` with ``times`` as given and ``steps`` the solver's step count
+        (the same for every snapshot).
+
+    Raises:
+        ValueError: malformed ``times`` or tolerances.
+        RuntimeError: the solver failed (too many steps, step size collapsed), with the
+            gradient norm reached.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> traj = gradient_flow(lambda w: 0.5 * jnp.sum(w ** 2), jnp.ones(2), jnp.array([0., 1.]))
+        >>> round(float(traj.final[0]), 8)  # exp(-1)
+        0.36787944
+    """
+    times = _validate.as_array("times", times, ndim=1)
+    if times.size == 0 or bool(jnp.any(jnp.diff(times) <= 0)) or float(times[0]) < 0:
+        raise ValueError("times must be a non-empty, strictly increasing array of times >= 0")
+    _validate.positive("rtol", rtol)
+    _validate.positive("atol", atol)
+    max_steps = _validate.integer("max_steps", max_steps, minimum=1)
+    params0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=jnp.float64), params0)
+    if not bool(_all_finite(params0)):
+        raise ValueError("params0 contains non-finite values")
+
+    def value(y, args):
+        return loss(y) if args is None else loss(y, args)
+
+    def field(t, y, args):
+        g = jax.grad(value)(y, args)
+        return jax.tree_util.tree_map(jnp.negative, g)
+
+    event = None
+    if target is not None:  # a continuous event located by Newton's method: stop at L = target
+        event = diffrax.Event(lambda t, y, args, **kw: value(y, args) - target,
+                              root_finder=optx.Newton(rtol=rtol, atol=atol))
+    solver = diffrax.Kvaerno5() if stiff else diffrax.Tsit5()
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(field), solver, t0=0.0, t1=float(times[-1]), dt0=None, y0=params0,
+        args=loss_args, saveat=diffrax.SaveAt(ts=times, t1=True),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps, event=event, throw=False)
+    stopped = target is not None and sol.result == diffrax.RESULTS.event_occurred
+    if sol.result != diffrax.RESULTS.successful and not stopped:
+        ok = np.flatnonzero(np.isfinite(np.asarray(sol.ts)))
+        last = jax.tree_util.tree_map(lambda x: x[ok[-1]] if ok.size else x[0], sol.ys)
+        gnorm = float(jnp.sqrt(sum(jnp.sum(g ** 2) for g in jax.tree_util.tree_leaves(
+            jax.grad(value)(last, loss_args)))))
+        raise RuntimeError(f"gradient_flow failed: {sol.result}; gradient norm {gnorm:.3e} at "
+                           f"the last saved time, after {int(sol.stats['num_steps'])} steps")
+    # diffrax packs the saved states: the snapshots reached, then the state at the end (t1 or
+    # the event time), then inf padding for the snapshots after an event.
+    num_saved = int(np.sum(np.isfinite(np.asarray(sol.ts))))
+    final = jax.tree_util.tree_map(lambda x: x[num_saved - 1], sol.ys)
+    idx = np.minimum(np.arange(times.shape[0]), num_saved - 1)
+    ys = jax.tree_util.tree_map(lambda x: x[idx], sol.ys)
+    losses = jax.vmap(lambda y: value(y, loss_args))(ys)
+    n = int(sol.stats["num_steps"])
+    return Trajectory(steps=jnp.full(times.shape, n), times=times, params=ys, losses=losses,
+                      final=final, num_steps=n,
+                      converged=bool(stopped),
+                      diverged=False)

@@ -1,0 +1,63 @@
+"""Run the whole test suite: lib unit tests and every chapter executed through nbval.
+
+The chapters are Jupytext MyST files; nbval reads notebooks, so each chapter in _toc.yml is
+converted to ``_nbtest/<name>.ipynb`` (a folder at the same depth as ``chapters/``, so relative
+paths in the chapters resolve the same way) and executed with ``--nbval-lax`` in the current
+environment's kernel. Extra arguments are passed to pytest, e.g.
+``python scripts/run_tests.py -k diagonal``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NBTEST = ROOT / "_nbtest"
+
+
+def toc_chapters():
+    """Chapter files named in _toc.yml that live in chapters/, in book order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node and str(node["file"]).startswith("chapters/"):
+                files.append(ROOT / (node["file"] + ".md"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return files
+
+
+def convert():
+    shutil.rmtree(NBTEST, ignore_errors=True)
+    NBTEST.mkdir()
+    for src in toc_chapters():
+        notebook = jupytext.read(src)
+        jupytext.write(notebook, NBTEST / (src.stem + ".ipynb"))
+    return NBTEST
+
+
+def main(argv):
+    convert()
+    args = ["tests", str(NBTEST.relative_to(ROOT)), "--nbval-lax", "--nbval-current-env",
+            "--nbval-cell-timeout=180", "-p", "no:cacheprovider", *argv]
+    return pytest.main(args)
+
+
+if __name__ == "__main__":
+    import os
+
+    os.chdir(ROOT)
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,44 @@
+"""Two-layer network: initialization properties and homogeneity, checked directly."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import lib
+
+
+def test_symmetric_init_is_zero_and_unit_rows():
+    p = lib.init_two_layer(jax.random.key(0), d=5, width=40, kappa=2.0, scale=3.0)
+    X = jax.random.normal(jax.random.key(1), (20, 5))
+    # zero up to the rounding of the sum (the pairs cancel exactly in exact arithmetic)
+    np.testing.assert_allclose(lib.two_layer_batch(p, X, output_scale=100.0), 0.0, atol=1e-11)
+    np.testing.assert_allclose(jnp.linalg.norm(p["B"], axis=1), 3.0, rtol=1e-12)
+    np.testing.assert_allclose(jnp.abs(p["a"]), 6.0)
+
+
+def test_batch_matches_single_and_explicit_sum():
+    p = lib.init_two_layer(jax.random.key(2), d=3, width=7, symmetric=False)
+    X = jax.random.normal(jax.random.key(3), (4, 3))
+    explicit = np.array([sum(float(p["a"][j]) * max(float(p["B"][j] @ x), 0.0)
+                             for j in range(7)) / 7 * 2.5 for x in X])
+    np.testing.assert_allclose(lib.two_layer_batch(p, X, 2.5), explicit, rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(lambda x: lib.two_layer(p, x, 2.5))(X), explicit,
+                               rtol=1e-12)
+
+
+def test_two_homogeneous_in_parameters():
+    p = lib.init_two_layer(jax.random.key(4), d=3, width=8, symmetric=False)
+    X = jax.random.normal(jax.random.key(5), (6, 3))
+    q = jax.tree_util.tree_map(lambda v: 1.7 * v, p)
+    np.testing.assert_allclose(lib.two_layer_batch(q, X), 1.7 ** 2 * lib.two_layer_batch(p, X),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(d=0, width=2), "d must"), (dict(d=2, width=3), "even"),
+    (dict(d=2, width=2, kappa=0.0), "kappa"), (dict(d=2, width=2, scale=-1.0), "scale"),
+])
+def test_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        lib.init_two_layer(jax.random.key(0), **kwargs)
