@@ -7,6 +7,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.ntk`: empirical tangent kernels and linearized models.
 * :mod:`lib.convex`: minimum-norm and maximum-margin references (cvxpy).
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
+* :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 """
 
@@ -14,7 +15,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import checks, convex, flows, ntk, twolayer  # noqa: E402
+from . import checks, convex, flows, ntk, plotting, twolayer  # noqa: E402
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
 from .flows import (  # noqa: E402
@@ -43,6 +44,7 @@ __all__ = [
     "max_margin",
     "min_norm_interpolant",
     "ntk",
+    "plotting",
     "snapshot_steps",
     "init_two_layer",
     "two_layer",
