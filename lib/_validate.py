@@ -24,7 +24,9 @@ def as_array(name, x, *, ndim=None, shape=None, finite=True):
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
     if shape is not None:
-        if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
+        mismatch = arr.ndim != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, arr.shape, strict=False))
+        if mismatch:
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
             raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
     if finite and not np.all(np.isfinite(arr)):

@@ -9,7 +9,8 @@ tangent kernel at parameters :math:`\theta` is
 (Jacot et al. 2018; Chizat, Oyallon & Bach 2019, Sec. 2). Training the *linearization*
 
 .. math::
-    \bar f(\theta, x) = f(\theta_0, x) + \langle \nabla_\theta f(\theta_0, x), \theta - \theta_0\rangle
+    \bar f(\theta, x) = f(\theta_0, x)
+        + \langle \nabla_\theta f(\theta_0, x), \theta - \theta_0\rangle
 
 by gradient descent on the square loss is kernel regression with :math:`K_{\theta_0}`; the kernel
 (lazy) regime is when training the model itself stays close to training its linearization.

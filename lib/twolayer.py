@@ -2,7 +2,8 @@ r"""Two-layer ReLU networks, the model of the lazy-training, F1/F2 and parity ch
 
 .. math::
     f(\theta, x) = \frac{s}{m} \sum_{j=1}^m a_j\, (b_j^\top x)_+ ,
-    \qquad \theta = (a, B),\ a \in \mathbb{R}^m,\ B = (b_1, \dots, b_m)^\top \in \mathbb{R}^{m\times d}.
+    \qquad \theta = (a, B),\ a \in \mathbb{R}^m,
+    \ B = (b_1, \dots, b_m)^\top \in \mathbb{R}^{m\times d}.
 
 The output scale ``s`` selects the regime (Chizat & Bach 2020, blog Sec. 6; Chizat, Oyallon &
 Bach 2019): ``s = 1`` is the mean-field scaling :math:`1/m`, ``s = sqrt(m)`` the NTK scaling
@@ -12,9 +13,9 @@ lazy-training scaling. A bias is added by appending a constant coordinate to ``x
 At initialization the input weights :math:`b_j` are uniform on the unit sphere
 :math:`\mathbb{S}^{d-1}` (so that :math:`\mathbb{E}[b b^\top] = I/d`) and the output weights are
 :math:`a_j = \kappa \epsilon_j` with random signs :math:`\epsilon_j`. With ``symmetric=True`` the
-units come in pairs :math:`(a_j, b_j), (-a_j, b_j)`, so the network is 0 at
-initialization (up to the rounding of the sum) whatever the scale (the *unbiased* initialization of Chizat, Oyallon & Bach 2019
-and Woodworth et al. 2020, Sec. 2) while its tangent kernel is unchanged in distribution.
+units come in pairs :math:`(a_j, b_j), (-a_j, b_j)`, so the network is 0 at initialization (up
+to the rounding of the sum) whatever the scale (the *unbiased* initialization of Chizat, Oyallon &
+Bach 2019 and Woodworth et al. 2020, Sec. 2) while its tangent kernel is unchanged in distribution.
 """
 
 from __future__ import annotations

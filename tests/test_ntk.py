@@ -86,7 +86,7 @@ def test_linearize_first_order():
     x = jnp.array([0.2, -0.4, 1.0])
     d = _params(jax.random.key(4))
     for eps in (1e-2, 1e-3):
-        p = jax.tree_util.tree_map(lambda a, b: a + eps * b, p0, d)
+        p = jax.tree_util.tree_map(lambda a, b, eps=eps: a + eps * b, p0, d)
         # the linearization is exact at first order: the gap is O(eps^2)
         gap = abs(float(_mlp(p, x) - f_lin(p, x)))
         assert gap < 50 * eps ** 2

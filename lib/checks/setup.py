@@ -76,6 +76,11 @@ def _symmetrize(answer, key):
     _close(K2, 2 * K, "the tangent kernel of your network (expected twice the original)")
 
 
+def _least_squares_loss(b, data):
+    X, y = data
+    return 0.5 * jnp.sum((X @ b - y) ** 2)
+
+
 @register("setup/gd-least-squares")
 def _gd_least_squares(answer, key):
     """``answer(X, y, eta, k)``: the k-th GD iterate on 0.5 ||X b - y||^2 from b = 0."""
@@ -84,8 +89,9 @@ def _gd_least_squares(answer, key):
     X = jax.random.normal(k1, (N, d))
     y = jax.random.normal(k2, (N,))
     eta = 0.5 / float(jnp.linalg.norm(X, 2) ** 2)
-    for k in (1, 7, 50):
-        traj = flows.gradient_descent(lambda b: 0.5 * jnp.sum((X @ b - y) ** 2), jnp.zeros(d),
-                                      step_size=eta, num_steps=k, snapshots=np.array([k]))
+    traj = flows.gradient_descent(_least_squares_loss, jnp.zeros(d), step_size=eta,
+                                  num_steps=50, snapshots=np.array([1, 7, 50]),
+                                  loss_args=(X, y))
+    for i, k in enumerate((1, 7, 50)):
         got = answer(X, y, eta, k)
-        _close(got, traj.final, f"your iterate at k = {k}", rtol=1e-7)
+        _close(got, traj.params[i], f"your iterate at k = {k}", rtol=1e-7)
