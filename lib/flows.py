@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import _validate
 
