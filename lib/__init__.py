@@ -9,6 +9,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
+* :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
 """
 
 import jax
@@ -28,6 +29,8 @@ from .flows import (  # noqa: E402
 )
 from .ntk import empirical_ntk, linearize  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
+from . import homework  # noqa: E402
+from .homework import todo  # noqa: E402
 
 __all__ = [
     "DivergenceError",
@@ -50,4 +53,6 @@ __all__ = [
     "two_layer",
     "two_layer_batch",
     "twolayer",
+    "homework",
+    "todo",
 ]
