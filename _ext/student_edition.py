@@ -7,7 +7,8 @@ between stay on the page and the leftover end marker stops the HTML writer ("unk
 type: solution_end_node"). This extension, loaded after sphinx-exercise by the student build
 only (``scripts/student.py site``; the instructor build never loads it), replaces both gated
 markers by placeholders and removes everything between them when the document is read, so no
-part of a gated solution reaches the output.
+part of a gated solution reaches the output. It also drops the outputs of cells tagged
+``check``: computed with the solution, they would say "passes" under a hidden solution.
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ def _drop_gated(app, doctree):
             parent.remove(node)
     for end in list(doctree.findall(_gate_end)):  # an end without a start: drop the marker
         end.parent.remove(end)
+    # A check cell's output was computed with the solution ("passes"): show the call only.
+    for cell in list(doctree.findall(nodes.container)):
+        if "tag_check" in cell.get("classes", []):
+            for child in list(cell.children):
+                if "cell_output" in child.get("classes", []):
+                    cell.remove(child)
 
 
 def setup(app):

@@ -582,7 +582,8 @@ def write_student_notebooks(chapters=None, out: str | os.PathLike | None = None,
     """Write ``<out>/<chapter>.ipynb``, the student notebook of each chapter.
 
     Args:
-        chapters: chapter names or paths (default: every chapter of ``_toc.yml``).
+        chapters: chapter names or paths (default: every chapter of ``_toc.yml`` that has
+            code cells).
         out: output folder (default ``<root>/_build/student/notebooks``).
         root: the course root.
 
@@ -596,7 +597,11 @@ def write_student_notebooks(chapters=None, out: str | os.PathLike | None = None,
 
     root = Path(root)
     out = Path(out) if out is not None else root / "_build" / "student" / "notebooks"
-    paths = ([resolve_chapter(c, root) for c in chapters] if chapters else toc_chapters(root))
+    if chapters:
+        paths = [resolve_chapter(c, root) for c in chapters]
+    else:  # every chapter with code (a text-only page such as the instructors' has no use)
+        paths = [p for p in toc_chapters(root)
+                 if any(c.cell_type == "code" for c in chapter_notebook(p).cells)]
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for path in paths:
@@ -835,12 +840,10 @@ def _worker(job: dict) -> dict:
         os._exit(3)
 
     signal.signal(signal.SIGTERM, stop)
-    deadline = time.monotonic() + job["total_timeout"]
     try:
         with client.setup_kernel(env=job["env"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL):
-            _run_cells(client, nb, n_student, job, deadline, log,
-                       CellTimeoutError, DeadKernelError)
+            _run_cells(client, nb, n_student, job, log, CellTimeoutError, DeadKernelError)
     except DeadKernelError:
         log["kernel_died"] = True
     finally:
@@ -855,7 +858,7 @@ def _interrupt(client) -> None:
     run_sync(client.km.interrupt_kernel)()
 
 
-def _run_cells(client, nb, n_student, job, deadline, log, CellTimeoutError, DeadKernelError):
+def _run_cells(client, nb, n_student, job, log, CellTimeoutError, DeadKernelError):
     import nbformat
 
     # Import the course's library before the clock starts: on a loaded machine ``import lib``
@@ -868,6 +871,7 @@ def _run_cells(client, nb, n_student, job, deadline, log, CellTimeoutError, Dead
     except CellTimeoutError:
         _interrupt(client)
     job_cells = nb.cells[:-1]
+    deadline = time.monotonic() + job["total_timeout"]  # starts after the warm-up
     for index, cell in enumerate(job_cells):
         student = index < n_student
         entry = {"index": index, "student": student, "status": "ok", "error": ""}
