@@ -613,16 +613,20 @@ def write_student_notebooks(chapters=None, out: str | os.PathLike | None = None,
     return written
 
 
-def find_leaks(folder: str | os.PathLike, snippets: list[str]) -> list[tuple[str, str]]:
+def find_leaks(folder: str | os.PathLike, snippets: list[str], *,
+               skip=lambda path: False) -> list[tuple[str, str]]:
     """``(file, snippet)`` for every snippet found in a text file under ``folder``.
 
     Text is compared after :func:`_normalize` (tags, HTML entities, markdown and math markup
     and whitespace removed), so a solution line is found in rendered HTML as in a notebook.
+    Files for which ``skip(path)`` is true are not searched.
     """
     folder = Path(folder)
     wanted = [(s, _normalize(s)) for s in snippets]
     hits = []
     for path in sorted(folder.rglob("*")):
+        if skip(path):
+            continue
         if not path.is_file() or path.suffix not in (".html", ".ipynb", ".js", ".md", ".txt",
                                                      ".py", ".json"):
             continue
@@ -676,13 +680,15 @@ def build_student_site(root: str | os.PathLike = ROOT, out: str | os.PathLike | 
     """Build the student website (every solution removed) into ``<out>/html``.
 
     Runs ``jupyter-book build`` on the course with :func:`student_config` as ``--config`` and
-    ``<out>/.work`` as output folder, then moves the HTML to ``<out>/html``. The execution cache
-    lives in ``<out>/.work`` and is cleared when ``lib/`` changed (the cache does not see it).
+    ``<out>/.work`` as output folder, then copies the HTML to ``<out>/html``. Every page is
+    re-read (``--all``: an incremental Sphinx build would keep pages read before the student
+    overrides); executed notebooks are cached in ``<out>/.work``, and the cache is cleared when
+    ``lib/`` changed (it does not see such changes).
 
     Args:
         root: the course root.
         out: output folder (default ``<root>/_build/student``).
-        force: re-execute and rebuild every page.
+        force: re-execute every chapter (clear the execution cache).
         strict: pass ``-W`` (a warning fails the build).
         check_leaks: search the HTML for every line of every solution; raise if one is found.
         quiet: pass ``-q`` to jupyter-book.
@@ -708,11 +714,9 @@ def build_student_site(root: str | os.PathLike = ROOT, out: str | os.PathLike | 
     exe = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(exe) if exe.is_file() else "jupyter-book", "build", str(root), "--config",
            str(config_path), "--path-output", str(work), "--builder", "html", "-n",
-           "--keep-going"]
+           "--keep-going", "--all"]  # --all: re-read every page (execution stays cached)
     if strict:
         cmd.append("-W")
-    if force:
-        cmd.append("--all")
     if quiet:
         cmd.append("-q")
     env = dict(os.environ)
@@ -725,9 +729,16 @@ def build_student_site(root: str | os.PathLike = ROOT, out: str | os.PathLike | 
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(built, target)
     stamp.write_text(current)
-    if check_leaks:
-        snippets = [s for p in toc_chapters(root) for s in solution_snippets(chapter_notebook(p))]
-        leaks = find_leaks(target, snippets)
+    if check_leaks:  # a chapter's solutions, in its own page or in any file not a page
+        leaks = []
+        for chapter in toc_chapters(root):
+            page = target / chapter.relative_to(root).with_suffix(".html")
+
+            def other_page(path, page=page):
+                return path.suffix == ".html" and path != page
+
+            leaks += find_leaks(target, solution_snippets(chapter_notebook(chapter)),
+                                skip=other_page)
         if leaks:
             listing = "\n".join(f"  {f}: {s}" for f, s in leaks[:20])
             raise RuntimeError(f"solution text found in the student site:\n{listing}")
