@@ -27,10 +27,9 @@ from .flows import (  # noqa: E402
     gradient_flow,
     snapshot_steps,
 )
+from .homework import todo  # noqa: E402  (also binds lib.homework)
 from .ntk import empirical_ntk, linearize  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
-from . import homework  # noqa: E402
-from .homework import todo  # noqa: E402
 
 __all__ = [
     "DivergenceError",

@@ -48,13 +48,16 @@ __all__ = [
     "Exercise",
     "GradeRow",
     "NotAttempted",
-    "StudentEdition",
+    "StudentEdition",  # noqa: F822 (made on first use, see __getattr__)
     "build_student_site",
     "chapter_notebook",
     "exercises",
     "find_leaks",
     "grade",
+    "grade_one",
+    "resolve_chapter",
     "solution_snippets",
+    "student_config",
     "student_notebook",
     "stub_source",
     "toc_chapters",
@@ -462,8 +465,9 @@ def _student_cells(nb):
 def solution_snippets(nb) -> list[str]:
     """Lines of every solution of a chapter that a student edition must not contain.
 
-    Only distinctive lines are returned: at least 12 characters once normalized (see
-    :func:`find_leaks`) and not also present in the part of the chapter students receive.
+    Only distinctive lines are returned: at least 12 characters once normalized (markup and
+    whitespace removed, see :func:`find_leaks`) and not also present in the part of the
+    chapter students receive.
     """
     cells, scan = _student_cells(nb)
     kept = _normalize("\n".join(c.source for c in cells))
@@ -479,49 +483,58 @@ _DIRECTIVE_LINE = re.compile(r"^(`{3,}|:{3,})\s*(\{[\w-]+\}.*)?$|^:[\w-]+:")
 
 
 def _normalize(text: str) -> str:
-    """Text with markup and layout removed: what survives markdown/HTML rendering."""
-    text = re.sub(r"<[^>]*>", " ", text)
+    """Text with markup and all whitespace removed: what survives markdown/HTML rendering
+    (syntax highlighting splits a code line into tags with spaces between them)."""
+    text = re.sub(r"<[^>]*>", "", text)
     text = html.unescape(text)
-    text = re.sub(r"\\[()\[\]]", " ", text)
+    text = re.sub(r"\\[()\[\]]", "", text)
     text = re.sub(r"[`*_$]", "", text)
-    return " ".join(text.split())
+    return "".join(text.split())
 
 
-class StudentEdition:
-    """nbconvert preprocessor making the student notebook of a chapter.
+def _student_edition_class():
+    from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor
+    from traitlets import Unicode
 
-    Coding solutions become stubs (:func:`stub_source`, tagged ``solution`` and with
-    ``metadata.homework.exercise``), other solution cells and derivation text are removed
-    (a short placeholder sentence says where the answer goes), check cells and the rest of the
-    chapter stay; outputs are cleared. The notebook's ``metadata.homework`` records the chapter
-    and its coding exercises, which :func:`grade` reads when no chapter is given.
+    class StudentEdition(Preprocessor):
+        """nbconvert preprocessor making the student notebook of a chapter.
 
-    Example:
-        >>> nb, _ = StudentEdition(chapter="setup").preprocess(
-        ...     chapter_notebook("chapters/setup.md"), {})  # doctest: +SKIP
-    """
+        Coding solutions become stubs (:func:`stub_source`, tagged ``solution`` and with
+        ``metadata.homework.exercise``), other solution cells and derivation text are removed
+        (a short sentence says where the answer goes), check cells and the rest of the chapter
+        stay; outputs are cleared. The notebook's ``metadata.homework`` records the chapter and
+        its coding exercises, which :func:`grade` reads when no chapter is given.
 
-    def __new__(cls, **kwargs):
-        from nbconvert.preprocessors import Preprocessor
+        Example:
+            >>> nb, _ = StudentEdition(chapter="setup").preprocess(
+            ...     chapter_notebook("chapters/setup.md"), {})  # doctest: +SKIP
+        """
 
-        class _StudentEdition(Preprocessor):
-            def __init__(self, chapter: str = "", **kw):
-                super().__init__(**kw)
-                self.chapter = chapter
+        chapter = Unicode("", help="the chapter's name, recorded in the notebook").tag(
+            config=True)
 
-            def preprocess(self, nb, resources):
-                from nbconvert.preprocessors import ClearOutputPreprocessor
+        def preprocess(self, nb, resources):
+            cells, scan = _student_cells(nb)
+            nb.cells = cells
+            nb.metadata["homework"] = {
+                "chapter": self.chapter,
+                "exercises": [e.check_id for e in scan.exercises if e.check_id],
+            }
+            nb.metadata.pop("jupytext", None)
+            return ClearOutputPreprocessor().preprocess(nb, resources)
 
-                cells, scan = _student_cells(nb)
-                nb.cells = cells
-                nb.metadata["homework"] = {
-                    "chapter": self.chapter,
-                    "exercises": [e.check_id for e in scan.exercises if e.check_id],
-                }
-                nb.metadata.pop("jupytext", None)
-                return ClearOutputPreprocessor().preprocess(nb, resources)
+    StudentEdition.__module__, StudentEdition.__qualname__ = __name__, "StudentEdition"
+    return StudentEdition
 
-        return _StudentEdition(**kwargs)
+
+def __getattr__(name):
+    # ``StudentEdition`` subclasses nbconvert's Preprocessor; it is made on first use so that
+    # ``import lib`` (in every student kernel) does not import nbconvert.
+    if name == "StudentEdition":
+        cls = _student_edition_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def student_notebook(path: str | os.PathLike):
@@ -529,7 +542,7 @@ def student_notebook(path: str | os.PathLike):
     import copy
 
     nb = copy.deepcopy(chapter_notebook(path))
-    nb, _ = StudentEdition(chapter=Path(path).stem).preprocess(nb, {})
+    nb, _ = __getattr__("StudentEdition")(chapter=Path(path).stem).preprocess(nb, {})
     return nb
 
 
