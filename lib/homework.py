@@ -1134,7 +1134,8 @@ def grade(submissions, chapter: str | None = None, *, root: str | os.PathLike = 
     Args:
         submissions: notebook paths, or folders (their ``*.ipynb`` files, sorted).
         chapter: chapter name or path; default: each submission's ``metadata.homework.chapter``
-            (written into the student notebooks).
+            (written into the student notebooks), and for a submission without it (or not
+            readable) the chapter all the others name, if they name only one.
         root: the course root (its ``lib`` is the one the kernel imports).
         cell_timeout: seconds per cell and per check (> 0).
         total_timeout: seconds for all of a submission's own cells (> 0).
@@ -1170,10 +1171,29 @@ def grade(submissions, chapter: str | None = None, *, root: str | os.PathLike = 
             files.append(p)
         else:
             raise ValueError(f"submissions: {p} does not exist")
+    if not chapter:  # submissions that do not say: the chapter all the others name, if one
+        named = set()
+        for f in files:
+            nb, _ = _load_submission(f)
+            found, _ = _submission_chapter(nb, None, Path(root))
+            if found is not None:
+                named.add(found.stem)
+        if len(named) == 1:
+            fallback = named.pop()
+            files_chapter = {}
+            for f in files:
+                nb, _ = _load_submission(f)
+                found, _ = _submission_chapter(nb, None, Path(root))
+                files_chapter[f] = found.stem if found is not None else fallback
+        else:
+            files_chapter = dict.fromkeys(files)
+    else:
+        files_chapter = dict.fromkeys(files, chapter)
+
     from concurrent.futures import ThreadPoolExecutor
 
     def one(f):
-        row = grade_one(f, chapter, root=root, cell_timeout=cell_timeout,
+        row = grade_one(f, files_chapter[f], root=root, cell_timeout=cell_timeout,
                         total_timeout=total_timeout, startup_timeout=startup_timeout)
         if progress is not None:
             progress(row)
@@ -1214,8 +1234,10 @@ def write_grades(rows: list[GradeRow], path: str | os.PathLike) -> tuple[Path, P
     for e in ids:
         graded = [r for r in rows if e in r.scores]
         lines.append(f"| {e} | {sum(r.scores[e] for r in graded)}/{len(graded)} |")
-    lines += ["", "| student | score | notes |", "|---|---|---|"]
+    lines += ["", "| student | score | lost points | notes |", "|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r.student} | {r.score}/{r.max_score} | {r.notes.replace('|', '/')} |")
+        lost = "; ".join(f"{e}: {why}" for e, why in r.reasons.items() if why)
+        lines.append(f"| {r.student} | {r.score}/{r.max_score} | {lost.replace('|', '/')} | "
+                     f"{r.notes.replace('|', '/')} |")
     summary.write_text("\n".join(lines) + "\n")
     return path, summary
