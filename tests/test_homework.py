@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -458,8 +456,20 @@ def test_chapter_from_metadata_or_reason(tmp_path):
     assert row.scores == {} and "which chapter" in row.notes
 
 
-def test_command_line_help():
-    for script in ("student.py", "grade.py"):
-        result = subprocess.run([sys.executable, str(Path(hw.ROOT, "scripts", script)), "--help"],
-                                capture_output=True, text=True, cwd=hw.ROOT)
-        assert result.returncode == 0 and "usage" in result.stdout.lower()
+@pytest.mark.parametrize("script", ["student.py", "grade.py"])
+def test_command_line_help(script, capsys):
+    import runpy
+
+    module = runpy.run_path(str(Path(hw.ROOT, "scripts", script)))  # lib is already imported
+    with pytest.raises(SystemExit) as exit_:
+        module["main"](["--help"])
+    assert exit_.value.code == 0 and "usage" in capsys.readouterr().out.lower()
+
+
+def test_grade_command_line_rejects_a_missing_folder(tmp_path, capsys):
+    import runpy
+
+    module = runpy.run_path(str(Path(hw.ROOT, "scripts", "grade.py")))
+    with pytest.raises(SystemExit) as exit_:
+        module["main"]([str(tmp_path / "nope"), "--out", str(tmp_path / "g.csv")])
+    assert exit_.value.code == 2 and "does not exist" in capsys.readouterr().err
