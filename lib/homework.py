@@ -218,7 +218,7 @@ def _label_option(block: list[str]) -> str | None:
 class _Scan:
     """Result of walking a chapter's cells (shared by :func:`exercises` and the edition)."""
 
-    cells: list = field(default_factory=list)  # (cell, action, info)
+    cells: list = field(default_factory=list)  # (action, cell, ...) per cell
     exercises: list = field(default_factory=list)
     removed: list = field(default_factory=list)  # text of every removed solution part
 
@@ -226,8 +226,10 @@ class _Scan:
 def _scan(nb) -> _Scan:
     """Walk the cells once, deciding what the student edition keeps, stubs and removes.
 
-    Actions: ``("keep", cell)``, ``("markdown", new_source, removed_labels)``,
-    ``("stub", cell, label)``, ``("drop", cell)``.
+    ``scan.cells`` holds one tuple per cell: ``("keep", cell, None)``,
+    ``("markdown", cell, kept_source, [(line, solution_label), ...])`` (where the placeholder
+    sentences go), ``("stub", cell, solution_label)`` or ``("drop", cell, solution_label)``;
+    ``scan.removed`` every line taken out; ``scan.exercises`` the :class:`Exercise` list.
     """
     scan = _Scan()
     gated: str | None = None  # label of the gated solution we are inside

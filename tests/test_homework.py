@@ -12,6 +12,7 @@ scores are written by hand from what each submission does, not taken from a prev
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -173,7 +174,7 @@ def test_student_notebook_runs_top_to_bottom(tmp_path):
     env_path = str(Path(hw.ROOT))
     client = NotebookClient(nb, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
-    with client.setup_kernel(env={**_env(), "PYTHONPATH": env_path}):
+    with client.setup_kernel(env={**os.environ, "PYTHONPATH": env_path}):
         for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code":
                 client.execute_cell(cell, index)  # raises CellExecutionError on an error
@@ -181,12 +182,6 @@ def test_student_notebook_runs_top_to_bottom(tmp_path):
                       for o in c.outputs)
     assert "demo/square: not attempted" in printed
     assert "demo/total: not attempted" in printed
-
-
-def _env():
-    import os
-
-    return {k: v for k, v in os.environ.items()}
 
 
 # --------------------------------------------------------------------------------------------
