@@ -33,3 +33,18 @@ lint: $(STAMP)
 
 clean:
 	rm -rf _build _nbtest
+
+# Homework (see chapters/instructors.md):
+#   make student                                     student site + student notebooks, in _build/student
+#   make grade SUBMISSIONS=folder [CHAPTER=setup] [GRADES=grades.csv]   grade submitted notebooks
+SUBMISSIONS ?= submissions
+GRADES ?= grades.csv
+CHAPTER ?=
+
+.PHONY: student grade
+
+student: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/student.py
+
+grade: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/grade.py $(SUBMISSIONS) --out $(GRADES) $(if $(CHAPTER),--chapter $(CHAPTER))

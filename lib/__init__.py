@@ -9,6 +9,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
+* :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
 """
 
 import jax
@@ -26,6 +27,7 @@ from .flows import (  # noqa: E402
     gradient_flow,
     snapshot_steps,
 )
+from .homework import todo  # noqa: E402  (also binds lib.homework)
 from .ntk import empirical_ntk, linearize  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
 
@@ -50,4 +52,6 @@ __all__ = [
     "two_layer",
     "two_layer_batch",
     "twolayer",
+    "homework",
+    "todo",
 ]
