@@ -15,7 +15,6 @@ Solutions are accepted only when the solver reports ``optimal``; anything else r
 
 from __future__ import annotations
 
-import cvxpy as cp
 import jax.numpy as jnp
 import numpy as np
 
@@ -33,7 +32,15 @@ def _check_p(p):
     return int(p)
 
 
+def _cvxpy():
+    """cvxpy, imported on first use (it takes seconds to import; most chapters never need it)."""
+    import cvxpy
+
+    return cvxpy
+
+
 def _solve(problem, what):
+    cp = _cvxpy()
     try:
         problem.solve(solver=cp.CLARABEL, **_TOL)
     except cp.error.SolverError as err:
@@ -74,6 +81,7 @@ def min_norm_interpolant(X, y, p=2):
             raise ValueError(f"X beta = y is inconsistent (least-squares residual {resid:.3e})")
         # lstsq returns the minimum-norm solution for under-determined systems
         return jnp.asarray(beta)
+    cp = _cvxpy()
     beta = cp.Variable(Xn.shape[1])
     scale = max(np.abs(yn).max(), 1e-300)
     prob = cp.Problem(cp.Minimize(cp.norm1(beta)), [Xn @ beta == yn / scale])
@@ -115,6 +123,7 @@ def max_margin(X, y, p=2):
     y = _validate.labels("y", y, X.shape[0])
     p = _check_p(p)
     Xn, yn = np.asarray(X), np.asarray(y)
+    cp = _cvxpy()
     w = cp.Variable(Xn.shape[1])
     objective = cp.norm1(w) if p == 1 else cp.sum_squares(w)
     prob = cp.Problem(cp.Minimize(objective), [cp.multiply(yn, Xn @ w) >= 1])
