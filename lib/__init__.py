@@ -9,6 +9,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
+* :mod:`lib.claims`: the claims ledger (record a checked claim where it is asserted).
 """
 
 import jax
@@ -16,6 +17,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from . import checks, convex, flows, ntk, plotting, twolayer  # noqa: E402
+from . import claims  # noqa: E402
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
 from .flows import (  # noqa: E402
@@ -34,6 +36,7 @@ __all__ = [
     "Trajectory",
     "check",
     "checks",
+    "claims",
     "convex",
     "empirical_ntk",
     "flows",
