@@ -33,3 +33,9 @@ lint: $(STAMP)
 
 clean:
 	rm -rf _build _nbtest
+
+# Headless Chromium over every built page (math, images, console errors, exercises, downloads,
+# dark mode); screenshots in _build/screenshots. Needs `make book` first and the `chromium` package.
+.PHONY: browser-test
+browser-test: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/browser_test.py

@@ -16,8 +16,15 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import checks, convex, flows, ntk, plotting, twolayer  # noqa: E402
-from . import claims  # noqa: E402
+from . import (  # noqa: E402
+    checks,
+    claims,  # noqa: E402
+    convex,
+    flows,
+    ntk,
+    plotting,
+    twolayer,
+)
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
 from .flows import (  # noqa: E402
