@@ -94,8 +94,10 @@ def dedupe_scripts(app, pagename, templatename, context, doctree):
         return
     seen, kept = set(), []
     for js in scripts:
+        # an inline script may come with filename None or "" and another priority: same tag
         attrs = getattr(js, "attributes", {}) or {}
-        key = (str(js), tuple(sorted((k, str(v)) for k, v in attrs.items())))
+        key = (str(getattr(js, "filename", js) or ""),
+               tuple(sorted((k, str(v)) for k, v in attrs.items() if v is not None)))
         if key in seen:
             continue
         seen.add(key)
