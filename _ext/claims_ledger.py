@@ -108,6 +108,10 @@ def _book_order(env):
     return order
 
 
+def _flatten(v):
+    return [w for u in v for w in _flatten(u)] if isinstance(v, list) else [v]
+
+
 def _fmt(v):
     if v is None:
         return "not finite"
@@ -118,8 +122,13 @@ def _fmt(v):
     if isinstance(v, float):
         return f"{v:.4g}"
     if isinstance(v, list):
-        items = [_fmt(u) for u in v[:6]]
-        return "[" + ", ".join(items) + (", ..." if len(v) > 6 else "") + "]"
+        flat = _flatten(v)
+        if len(flat) <= 2:
+            return ", ".join(_fmt(u) for u in flat)
+        nums = [u for u in flat if u is not None]
+        if not nums:
+            return "not finite"
+        return f"{len(flat)} values in [{_fmt(min(nums))}, {_fmt(max(nums))}]"
     return str(v)
 
 
@@ -159,8 +168,8 @@ def _row(cells):
 
 
 def _table(rows):
-    headers = ["Claim", "Source", "Chapter", "Measured", "Check", "Status"]
-    widths = [34, 18, 14, 12, 12, 10]
+    headers = ["Claim", "Status", "Measured", "Check", "Source", "Chapter"]
+    widths = [38, 10, 12, 12, 18, 10]
     table = nodes.table(classes=["claims-ledger-table"])
     group = nodes.tgroup(cols=len(headers))
     table += group
@@ -177,7 +186,12 @@ def _table(rows):
 
 
 def _chapter_link(app, fromdoc, docname):
+    """Link to the chapter, labelled with its number and the short title (before a colon)."""
     title = app.env.titles[docname].astext() if docname in app.env.titles else docname
+    title = title.split(":", 1)[0]
+    number = app.env.toc_secnumbers.get(docname, {}).get("", ())
+    if number:
+        title = ".".join(map(str, number)) + ". " + title
     ref = nodes.reference("", "", internal=True,
                           refuri=app.builder.get_relative_uri(fromdoc, docname))
     ref += nodes.Text(title)
@@ -220,10 +234,10 @@ def fill(app, doctree, fromdoc):
             claim.insert(1, nodes.Text(": "))
             status_node = nodes.paragraph()
             status_node += nodes.inline(text=status, classes=[STATUS_CLASS[status]])
-            rows.append(_row([claim, _inline(rec["source"]), _chapter_link(app, fromdoc, doc),
+            rows.append(_row([claim, status_node,
                               nodes.paragraph(text=_fmt(rec.get("value"))),
                               nodes.paragraph(text=_check_text(rec.get("check", {}))),
-                              status_node]))
+                              _inline(rec["source"]), _chapter_link(app, fromdoc, doc)]))
     for node in placeholders:
         extra_rows = []
         for e in node["not_covered"]:
@@ -231,9 +245,9 @@ def fill(app, doctree, fromdoc):
             where = _chapter_link(app, fromdoc, doc) if doc else nodes.paragraph(text="")
             status_node = nodes.paragraph()
             status_node += nodes.inline(text="not covered", classes=[STATUS_CLASS["not covered"]])
-            extra_rows.append(_row([_inline(e["statement"]), _inline(e["source"]), where,
+            extra_rows.append(_row([_inline(e["statement"]), status_node,
                                     nodes.paragraph(text=""), nodes.paragraph(text=""),
-                                    status_node]))
+                                    _inline(e["source"]), where]))
         total = dict(counts, **{"not covered": counts["not covered"] + len(extra_rows)})
         summary = nodes.paragraph(text="This build: " + ", ".join(
             f"{n} {s}" for s, n in total.items()) + ".")

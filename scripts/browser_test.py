@@ -362,6 +362,9 @@ def main(argv=None):
     repo_path = repo_url.split("github.com/")[-1]
 
     args.screenshots.mkdir(parents=True, exist_ok=True)
+    if not args.select:
+        for old in args.screenshots.glob("*.png"):
+            old.unlink()
     server, base = serve(args.html)
     profile = tempfile.mkdtemp(prefix="krr-chromium-")
     proc, ws_url = start_chromium(find_chromium(args.chromium), profile)
