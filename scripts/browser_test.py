@@ -375,7 +375,8 @@ def main(argv=None):
         for domain in ("Page", "Runtime", "Log"):
             cdp.send(f"{domain}.enable")
         selected = [p for p in pages(args.html) if not args.select or args.select in str(p)]
-        load(cdp, f"{base}/index.html")  # localStorage (the theme choice) needs the origin
+        # localStorage (the theme choice) needs the origin: open a page that does not redirect
+        load(cdp, f"{base}/{(selected or [Path('index.html')])[0].as_posix()}")
         cdp.errors()
         for rel in selected:
             name = str(rel.with_suffix("")).replace("/", "__")
