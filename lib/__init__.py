@@ -18,7 +18,7 @@ jax.config.update("jax_enable_x64", True)
 
 from . import (  # noqa: E402
     checks,
-    claims,  # noqa: E402
+    claims,
     convex,
     flows,
     ntk,
