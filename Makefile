@@ -48,3 +48,8 @@ student: $(STAMP)
 
 grade: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/grade.py $(SUBMISSIONS) --out $(GRADES) $(if $(CHAPTER),--chapter $(CHAPTER))
+# Headless Chromium over every built page (math, images, console errors, exercises, downloads,
+# dark mode); screenshots in _build/screenshots. Needs `make book` first and the `chromium` package.
+.PHONY: browser-test
+browser-test: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/browser_test.py

@@ -10,13 +10,22 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 * :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
+* :mod:`lib.claims`: the claims ledger (record a checked claim where it is asserted).
 """
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import checks, convex, flows, ntk, plotting, twolayer  # noqa: E402
+from . import (  # noqa: E402
+    checks,
+    claims,
+    convex,
+    flows,
+    ntk,
+    plotting,
+    twolayer,
+)
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
 from .flows import (  # noqa: E402
@@ -36,6 +45,7 @@ __all__ = [
     "Trajectory",
     "check",
     "checks",
+    "claims",
     "convex",
     "empirical_ntk",
     "flows",

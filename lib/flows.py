@@ -329,7 +329,8 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
         params0: pytree whose leaves all have a leading batch axis of length ``B``.
         step_size: a scalar, or a ``(B,)`` array of step sizes > 0.
         loss_args: ``None`` or a pytree whose leaves have a leading axis ``B`` (one per run).
-        Other arguments: as in :func:`gradient_descent`; ``target`` is shared by all runs.
+        num_steps, snapshots, target, normalized, log_domain, progress, on_divergence: as in
+            :func:`gradient_descent`; ``target`` is shared by all runs.
 
     Returns:
         A :class:`Trajectory` whose fields have a leading batch axis: ``params`` leaves are

@@ -1,0 +1,112 @@
+"""Sphinx extension: make the download and launch buttons of a chapter open a runnable notebook.
+
+Chapters are MyST Markdown files; sphinx-book-theme (with ``launch_buttons`` set in
+``_config.yml``) copies each executed notebook to ``_sources/<page>.ipynb`` and offers it as
+the ``.ipynb`` download, but its launch links point at the ``.md`` file. This extension, run
+after the theme on every page:
+
+* puts a first cell into the downloadable ``.ipynb`` that installs the course library from the
+  repository when ``lib`` cannot be imported (Colab, a copy downloaded alone), so the notebook
+  runs in plain Jupyter with no jupytext;
+* points the **Binder** link at ``<page>.ipynb``: the repository's ``postBuild`` converts every
+  chapter to a notebook with jupytext and installs ``lib`` when Binder builds the image;
+* points the **Colab** link at ``<page>.ipynb`` on the branch named by the configuration value
+  ``notebooks_branch`` (default ``notebooks``), which holds the executed notebooks exported by
+  ``python scripts/export_notebooks.py`` (Colab opens only ``.ipynb`` files hosted on GitHub).
+
+The repository URL and branch are the ones of ``repository:`` in ``_config.yml``: one place.
+
+It also removes a duplicated inline script: sphinx-thebe 0.3.1 (pulled in by Jupyter Book) adds
+its configuration ``<script>const THEBE_JS_URL = ...</script>`` twice to every page, and the
+second copy throws "Identifier 'THEBE_JS_URL' has already been declared" in the browser console
+(found by ``scripts/browser_test.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+
+INSTALL_TAG = "install-course-library"
+
+
+def install_source(repo_url: str, branch: str) -> str:
+    return (
+        "# Outside the course repository (Colab, a notebook downloaded alone) the course\n"
+        "# library `lib` is not installed yet: install it from the repository.\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        "try:\n"
+        "    import lib  # noqa: F401\n"
+        "except ImportError:\n"
+        "    subprocess.check_call([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
+        f"                           \"git+{repo_url}@{branch}\"])\n"
+    )
+
+
+def add_install_cell(path: Path, repo_url: str, branch: str) -> None:
+    """Insert (once) the cell installing ``lib`` at the top of the notebook at ``path``."""
+    nb = nbformat.read(path, as_version=4)
+    if any(INSTALL_TAG in c.get("metadata", {}).get("tags", []) for c in nb.cells):
+        return
+    cell = nbformat.v4.new_code_cell(install_source(repo_url, branch))
+    cell.metadata["tags"] = [INSTALL_TAG, "remove-cell"]
+    if nb.nbformat_minor < 5:  # cell ids exist from nbformat 4.5 on
+        cell.pop("id", None)
+    nb.cells.insert(0, cell)
+    # myst-nb's line map and jupytext's pairing hint mean nothing to plain Jupyter
+    nb.metadata.pop("source_map", None)
+    nb.metadata.pop("jupytext", None)
+    nbformat.validate(nb)
+    nbformat.write(nb, path)
+
+
+def fix_links(app, pagename, templatename, context, doctree):
+    ipynb = context.get("ipynb_source")
+    opts = app.config.html_theme_options
+    repo_url = opts.get("repository_url", "").rstrip("/")
+    branch = opts.get("repository_branch", "") or "main"
+    if not ipynb or not repo_url:
+        return
+    path = Path(app.outdir) / "_sources" / ipynb
+    if path.is_file():
+        add_install_cell(path, repo_url, branch)
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        for button in group.get("buttons", []):
+            url = button.get("url", "")
+            if button.get("text") == "Binder":
+                button["url"] = re.sub(r"\.md$", ".ipynb", url)
+            elif button.get("text") == "Colab":
+                url = re.sub(r"\.md$", ".ipynb", url)
+                button["url"] = url.replace(f"/blob/{branch}/",
+                                            f"/blob/{app.config.notebooks_branch}/", 1)
+
+
+def dedupe_scripts(app, pagename, templatename, context, doctree):
+    """Drop repeated ``<script>`` entries (same file and same inline body) from the page."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for js in scripts:
+        # an inline script may come with filename None or "" and another priority: same tag
+        attrs = getattr(js, "attributes", {}) or {}
+        key = (str(getattr(js, "filename", js) or ""),
+               tuple(sorted((k, str(v)) for k, v in attrs.items() if v is not None)))
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(js)
+    context["script_files"] = kept
+
+
+def setup(app):
+    app.add_config_value("notebooks_branch", "notebooks", "html")
+    app.connect("html-page-context", fix_links, priority=502)
+    app.connect("html-page-context", dedupe_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,38 @@
+"""Collect the executed notebooks of the built book for the Colab launch buttons.
+
+Colab opens only notebooks hosted on GitHub, and the chapters are Markdown files. After
+``make book``, ``python scripts/export_notebooks.py [DEST]`` copies every downloadable
+``_build/html/_sources/<page>.ipynb`` (executed, with the cell that installs ``lib``) to
+``DEST/<page>.ipynb`` (default ``_build/notebooks``). Publishing that folder as the root of the
+branch named ``notebooks_branch`` in ``_config.yml`` (``notebooks`` by default) makes each
+chapter's Colab button open its notebook, e.g. with
+``git worktree add ../notebooks notebooks && cp -r _build/notebooks/* ../notebooks/``, then commit
+and push from there (a deployment step; nothing here touches the network).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv):
+    dest = Path(argv[0]) if argv else ROOT / "_build" / "notebooks"
+    sources = ROOT / "_build" / "html" / "_sources"
+    notebooks = sorted(sources.rglob("*.ipynb"))
+    if not notebooks:
+        print(f"no notebooks under {sources}: run `make book` first", file=sys.stderr)
+        return 1
+    for nb in notebooks:
+        target = dest / nb.relative_to(sources)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(nb, target)
+        print(f"{target.relative_to(dest)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
