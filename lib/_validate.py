@@ -17,9 +17,16 @@ def as_array(name, x, *, ndim=None, shape=None, finite=True):
 
     ``shape`` may contain ``None`` for free axes. Raises ``ValueError`` naming ``name``.
     """
+    if x is None or isinstance(x, str | bytes):
+        raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}")
+    raw = np.asarray(x)
+    if np.iscomplexobj(raw):
+        raise ValueError(f"{name} must be real, got complex values")
+    if raw.dtype.kind not in "biuf" or raw.dtype == bool:
+        raise ValueError(f"{name} must be a real numeric array, got dtype {raw.dtype}")
     try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
+        arr = raw.astype(np.float64)
+    except (TypeError, ValueError, OverflowError) as err:
         raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from err
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
@@ -38,7 +45,12 @@ def positive(name, value, *, allow_zero=False):
     """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | jnp.ndarray):
         raise ValueError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
+    if np.ndim(value) != 0 or np.iscomplexobj(value):
+        raise ValueError(f"{name} must be a real scalar, got {value!r}")
+    try:
+        v = float(value)
+    except OverflowError as err:
+        raise ValueError(f"{name} is too large: {value!r}") from err
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
@@ -47,6 +59,9 @@ def positive(name, value, *, allow_zero=False):
 
 def integer(name, value, *, minimum=None):
     """Check that ``value`` is an integer (not a bool) at least ``minimum``; return it as int."""
+    if isinstance(value, jnp.ndarray) and value.ndim == 0 and jnp.issubdtype(value.dtype,
+                                                                             jnp.integer):
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     v = int(value)

@@ -39,6 +39,15 @@ def _cvxpy():
     return cvxpy
 
 
+def _scaled(X, y):
+    """Divide X and y by their largest absolute entries; return (X', y', cx, cy)."""
+    cx = float(np.max(np.abs(X)))
+    cy = float(np.max(np.abs(y)))
+    if cx == 0.0:
+        raise ValueError("X must not be identically zero")
+    return X / cx, (y / cy if cy > 0 else y), cx, cy
+
+
 def _solve(problem, what):
     cp = _cvxpy()
     try:
@@ -73,24 +82,29 @@ def min_norm_interpolant(X, y, p=2):
     X = _validate.as_array("X", X, ndim=2)
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     p = _check_p(p)
-    Xn, yn = np.asarray(X), np.asarray(y)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
+    # Solve the scaled problem (X / cx) b' = y / cy, b = b' cy / cx: tolerances are then relative.
+    Xn, yn, cx, cy = *_scaled(np.asarray(X), np.asarray(y)),
+    if cy == 0.0:
+        return jnp.zeros(Xn.shape[1])
     if p == 2:
         beta = np.linalg.lstsq(Xn, yn, rcond=None)[0]
-        resid = np.linalg.norm(Xn @ beta - yn)
-        if resid > 1e-8 * max(1.0, np.linalg.norm(yn)):
-            raise ValueError(f"X beta = y is inconsistent (least-squares residual {resid:.3e})")
+        resid = np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn)
+        if resid > 1e-8:
+            raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
+                             f"{resid:.3e})")
         # lstsq returns the minimum-norm solution for under-determined systems
-        return jnp.asarray(beta)
+        return jnp.asarray(beta * (cy / cx))
     cp = _cvxpy()
     beta = cp.Variable(Xn.shape[1])
-    scale = max(np.abs(yn).max(), 1e-300)
-    prob = cp.Problem(cp.Minimize(cp.norm1(beta)), [Xn @ beta == yn / scale])
+    prob = cp.Problem(cp.Minimize(cp.norm1(beta)), [Xn @ beta == yn])
     status = _solve(prob, "min_norm_interpolant")
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         raise ValueError("X beta = y is inconsistent: no interpolant exists")
     if status != cp.OPTIMAL:
         raise RuntimeError(f"min_norm_interpolant: solver status {status!r}")
-    return jnp.asarray(beta.value * scale)
+    return jnp.asarray(beta.value * (cy / cx))
 
 
 def max_margin(X, y, p=2):
@@ -122,7 +136,11 @@ def max_margin(X, y, p=2):
     X = _validate.as_array("X", X, ndim=2)
     y = _validate.labels("y", y, X.shape[0])
     p = _check_p(p)
-    Xn, yn = np.asarray(X), np.asarray(y)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
+    # Scale the inputs to max |X| = 1 (w = w' / cx), so the solver's tolerances are relative.
+    Xn, _, cx, _ = _scaled(np.asarray(X), np.ones(1))
+    yn = np.asarray(y)
     cp = _cvxpy()
     w = cp.Variable(Xn.shape[1])
     objective = cp.norm1(w) if p == 1 else cp.sum_squares(w)
@@ -132,4 +150,7 @@ def max_margin(X, y, p=2):
         raise ValueError("the data (X, y) are not linearly separable through the origin")
     if status != cp.OPTIMAL:
         raise RuntimeError(f"max_margin: solver status {status!r}")
-    return jnp.asarray(w.value)
+    w = w.value / cx
+    if not np.all(np.isfinite(w)):
+        raise RuntimeError("max_margin: the solution overflowed (inputs too small to separate)")
+    return jnp.asarray(w)

@@ -92,7 +92,7 @@ def empirical_ntk(f: Callable, params: PyTree, x1, x2=None, *, chunk_size: int =
         raise ValueError(f"x1 and x2 must share their trailing shape, got {x1.shape} and "
                          f"{x2.shape}")
     chunk_size = _validate.integer("chunk_size", chunk_size, minimum=1)
-    params = jax.tree_util.tree_map(lambda p: jnp.asarray(p, dtype=jnp.float64), params)
+    params = _real_params("params", params)
     _check_model(f, params, x1)
 
     def chunks(x):
@@ -111,7 +111,24 @@ def empirical_ntk(f: Callable, params: PyTree, x1, x2=None, *, chunk_size: int =
             j2 = j1 if (same and i == j) else _jacobian_jit(f, params, c2)
             row.append(j1 @ j2.T)
         rows.append(row)
-    return jnp.block(rows)
+    K = jnp.block(rows)
+    if not bool(jnp.all(jnp.isfinite(K))):
+        raise ValueError("the tangent kernel has non-finite entries: the model or its gradient "
+                         "overflows or is NaN at these params and inputs")
+    return K
+
+
+def _real_params(name, params):
+    """Cast a pytree of real arrays to float64; reject empty, complex or non-finite leaves."""
+    leaves = jax.tree_util.tree_leaves(params)
+    if not leaves:
+        raise ValueError(f"{name} must contain at least one array")
+    for leaf in leaves:
+        if jnp.iscomplexobj(leaf):
+            raise ValueError(f"{name} must be real, got complex values")
+        if not bool(jnp.all(jnp.isfinite(jnp.asarray(leaf)))):
+            raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    return jax.tree_util.tree_map(lambda p: jnp.asarray(p, dtype=jnp.float64), params)
 
 
 def linearize(f: Callable, params0: PyTree) -> Callable:
@@ -140,7 +157,7 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
     """
     if not callable(f):
         raise ValueError("f must be a callable f(params, x)")
-    params0 = jax.tree_util.tree_map(lambda p: jnp.asarray(p, dtype=jnp.float64), params0)
+    params0 = _real_params("params0", params0)
 
     def f_lin(params, x):
         delta = jax.tree_util.tree_map(lambda p, p0: jnp.asarray(p, jnp.float64) - p0, params,

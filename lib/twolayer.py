@@ -68,7 +68,13 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
     if symmetric:
         a = jnp.concatenate([a, -a])
         b = jnp.concatenate([b, b])
-    return {"a": scale * a, "B": scale * b}
+    params = {"a": scale * a, "B": scale * b}
+    row_sizes = jnp.abs(params["B"]).sum(1)
+    if not all(bool(jnp.all(jnp.isfinite(v)) & jnp.all(v != 0)) for v in (params["a"],
+                                                                          row_sizes)):
+        raise ValueError(f"scale * kappa = {scale * kappa:g} and scale = {scale:g} overflow or "
+                         "underflow float64")
+    return params
 
 
 def two_layer(params, x, output_scale: float = 1.0):
@@ -82,11 +88,30 @@ def two_layer(params, x, output_scale: float = 1.0):
     Returns:
         A scalar float64 array.
     """
-    a, B = params["a"], params["B"]
+    a, B = _unpack(params)
+    x = jnp.asarray(x, dtype=jnp.float64)
+    if x.shape != (B.shape[1],):
+        raise ValueError(f"x must have shape ({B.shape[1]},) for one input; got {x.shape} "
+                         "(use two_layer_batch for a batch)")
     return output_scale / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x))
 
 
 def two_layer_batch(params, X, output_scale: float = 1.0):
     """:func:`two_layer` on a batch ``X`` of shape ``(n, d)``; returns ``(n,)``."""
-    a, B = params["a"], params["B"]
+    a, B = _unpack(params)
+    X = jnp.asarray(X, dtype=jnp.float64)
+    if X.ndim != 2 or X.shape[1] != B.shape[1]:
+        raise ValueError(f"X must have shape (n, {B.shape[1]}), got {X.shape}")
     return output_scale / a.shape[0] * (jax.nn.relu(X @ B.T) @ a)
+
+
+def _unpack(params):
+    """Check the parameter dict's shapes (static, so this also works under jit/vmap/grad)."""
+    if not isinstance(params, dict) or set(params) != {"a", "B"}:
+        raise ValueError("params must be a dict with keys 'a' (m,) and 'B' (m, d)")
+    a = jnp.asarray(params["a"], dtype=jnp.float64)
+    B = jnp.asarray(params["B"], dtype=jnp.float64)
+    if a.ndim != 1 or B.ndim != 2 or B.shape[0] != a.shape[0] or a.shape[0] == 0:
+        raise ValueError(f"params['a'] must be (m,) and params['B'] (m, d) with m >= 1, got "
+                         f"{a.shape} and {B.shape}")
+    return a, B

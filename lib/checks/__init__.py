@@ -75,7 +75,7 @@ def check(exercise: str, answer, *, quiet: bool = False) -> CheckResult:
     """Check ``answer`` for the exercise ``exercise`` and print the outcome.
 
     Args:
-        exercise: a registered id such as ``"setup/tangent-kernel-scale"``.
+        exercise: a registered id such as ``"setup/symmetrize"``.
         answer: the student's function or value, as the exercise names it.
         quiet: do not print (the grader uses the returned value).
 
@@ -86,9 +86,10 @@ def check(exercise: str, answer, *, quiet: bool = False) -> CheckResult:
         ValueError: ``exercise`` is not registered.
 
     Example:
-        >>> check("setup/tangent-kernel-scale", lambda K0, alpha, D: alpha ** (2 * D - 2) * K0)
-        setup/tangent-kernel-scale: passes
-        CheckResult(exercise='setup/tangent-kernel-scale', status='passes', message='')
+        >>> import jax.numpy as jnp
+        >>> result = check("setup/symmetrize",
+        ...                lambda a, B: (jnp.concatenate([a, -a]), jnp.concatenate([B, B])))
+        setup/symmetrize: passes
     """
     if exercise not in _REGISTRY:
         raise ValueError(f"exercise {exercise!r} is not registered; known: {registered()}")
@@ -99,7 +100,7 @@ def check(exercise: str, answer, *, quiet: bool = False) -> CheckResult:
         result = CheckResult(exercise, "not attempted", "")
     except CheckFailed as err:
         result = CheckResult(exercise, "fails", str(err))
-    except Exception as err:  # the student's code raised: report it as a failure with a hint
+    except (Exception, SystemExit) as err:  # the answer raised: a failure with a hint
         last = traceback.format_exception_only(type(err), err)[-1].strip()
         result = CheckResult(exercise, "fails", f"your code raised {last}")
     results[exercise] = result

@@ -11,6 +11,8 @@ from . import CheckFailed, register
 
 
 def _close(got, want, what, rtol=1e-6, atol=1e-9):
+    if np.iscomplexobj(np.asarray(got)):
+        raise CheckFailed(f"{what} is complex; the answer should be real")
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)
     if got.shape != want.shape:
@@ -61,6 +63,8 @@ def _symmetrize(answer, key):
     out = answer(a, B)
     if not isinstance(out, tuple | list) or len(out) != 2:
         raise CheckFailed("return a pair (a2, B2)")
+    if any(np.iscomplexobj(np.asarray(o)) for o in out):
+        raise CheckFailed("the parameters are complex; they should be real")
     a2, B2 = (jnp.asarray(o, dtype=jnp.float64) for o in out)
     if a2.shape != (2 * m,) or B2.shape != (2 * m, d):
         raise CheckFailed(f"expected shapes ({2 * m},) and ({2 * m}, {d}), got {a2.shape} and "
