@@ -7,6 +7,8 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.ntk`: empirical tangent kernels and linearized models.
 * :mod:`lib.convex`: minimum-norm and maximum-margin references (cvxpy).
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
+* :mod:`lib.kernels`: kernel regression, RKHS norms and distances between kernels.
+* :mod:`lib.lazy`: training a scaled model and measuring how lazy the run was.
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 """
@@ -15,7 +17,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import checks, convex, flows, ntk, plotting, twolayer  # noqa: E402
+from . import checks, convex, flows, kernels, lazy, ntk, plotting, twolayer  # noqa: E402
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
 from .flows import (  # noqa: E402
@@ -26,7 +28,14 @@ from .flows import (  # noqa: E402
     gradient_flow,
     snapshot_steps,
 )
-from .ntk import empirical_ntk, linearize  # noqa: E402
+from .kernels import (  # noqa: E402
+    kernel_distance,
+    kernel_regression,
+    relative_kernel_change,
+    rkhs_norm,
+)
+from .lazy import Laziness, laziness, relative_movement, scaled_square_loss  # noqa: E402
+from .ntk import empirical_ntk, linearize, relu_ntk  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
 
 __all__ = [
@@ -50,4 +59,15 @@ __all__ = [
     "two_layer",
     "two_layer_batch",
     "twolayer",
+    "kernels",
+    "lazy",
+    "kernel_distance",
+    "kernel_regression",
+    "relative_kernel_change",
+    "rkhs_norm",
+    "Laziness",
+    "laziness",
+    "relative_movement",
+    "scaled_square_loss",
+    "relu_ntk",
 ]
