@@ -13,25 +13,27 @@ linearization, i.e. kernel regression with the tangent kernel at initialization.
 * :func:`scaled_square_loss` builds :math:`L(\theta, \alpha) = \frac{1}{2n}\sum_i
   (\alpha h(\theta, x_i) - y_i)^2`, with :math:`\alpha` passed as ``loss_args`` so one
   compiled loop serves a whole sweep of scales (:func:`lib.gradient_descent_sweep`).
-* :func:`train` and :func:`train_sweep` run gradient descent on it, on the model or on its
-  linearization (:func:`lib.linearize`).
+* :func:`train` and :func:`train_sweep` run fixed-step gradient descent on it, on the model
+  or on its linearization (as :func:`lib.linearize`), for a batch of scales at once.
 * :func:`relative_movement` and :func:`laziness` answer "is my run lazy?": how far the
   parameters moved, and how much the tangent kernel changed (:mod:`lib.kernels`).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from . import _validate, flows, kernels, ntk
 
 PyTree = Any
 
-__all__ = ["Laziness", "laziness", "relative_movement", "scaled_square_loss", "train",
+__all__ = ["Laziness", "Run", "laziness", "relative_movement", "scaled_square_loss", "train",
            "train_sweep"]
 
 
@@ -76,67 +78,96 @@ def scaled_square_loss(model: Callable, X, y) -> Callable:
     return loss
 
 
-def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_size: float,
-          num_steps: int, linearized: bool = False, snapshots=None) -> flows.Trajectory:
-    r"""Gradient descent on :math:`\frac{1}{2n}\sum_i(\alpha h(\theta, x_i) - y_i)^2` from
-    ``params0``.
+class Run(NamedTuple):
+    """A batch of gradient-descent runs recorded every ``num_steps / num_snapshots`` steps.
 
-    Args:
-        model: ``h(params, x)``, scalar output.
-        params0: initial parameters (pytree of float arrays).
-        X: ``(n, d)`` inputs; y: ``(n,)`` targets.
-        alpha: output scale :math:`\alpha > 0`.
-        step_size: the actual step :math:`\eta > 0` (pass ``eta / alpha**2`` for the lazy
-            scaling of Chizat, Oyallon & Bach 2019).
-        num_steps: number of steps (>= 0).
-        linearized: train the linearization :math:`\bar h(\theta) = h(\theta_0) +
-            Dh(\theta_0)(\theta - \theta_0)` instead of ``h`` (kernel regression with the
-            tangent kernel at ``params0``).
-        snapshots: as in :func:`lib.gradient_descent`.
-
-    Returns:
-        A :class:`lib.Trajectory`.
-
-    Raises:
-        ValueError: as :func:`scaled_square_loss` and :func:`lib.gradient_descent`, or
-            ``alpha <= 0``.
-        lib.DivergenceError: the step is too large and the loss became non-finite.
-
-    Example:
-        >>> import jax, jax.numpy as jnp
-        >>> from lib.twolayer import init_two_layer, two_layer
-        >>> X, y = jnp.array([[1.0, 1.0], [-1.0, 1.0]]), jnp.array([1.0, 0.0])
-        >>> p0 = init_two_layer(jax.random.key(0), 2, 100)
-        >>> traj = train(two_layer, p0, X, y, alpha=10.0, step_size=100 / 10.0 ** 2,
-        ...              num_steps=2000)
-        >>> float(traj.losses[-1]) < 1e-6
-        True
+    Attributes:
+        steps: ``(S + 1,)`` int array of step counts, from 0 to ``num_steps``.
+        params: the parameter pytree with leading axes ``(B, S + 1)``.
+        losses: ``(B, S + 1)`` training loss at each recorded step.
+        final: the parameters after ``num_steps`` steps, leading axis ``B``.
     """
-    alpha = _validate.positive("alpha", alpha)
-    h = ntk.linearize(model, params0) if linearized else model
-    loss = scaled_square_loss(h, X, y)
-    return flows.gradient_descent(loss, params0, step_size=step_size, num_steps=num_steps,
-                                  snapshots=snapshots, loss_args=jnp.float64(alpha))
+
+    steps: np.ndarray
+    params: PyTree
+    losses: jax.Array
+    final: PyTree
+
+
+def _linearized(model, params0):
+    def h(params, x):
+        delta = jax.tree_util.tree_map(jnp.subtract, params, params0)
+        out0, tangent = jax.jvp(lambda p: model(p, x), (params0,), (delta,))
+        return out0 + tangent
+
+    return h
+
+
+@functools.partial(jax.jit, static_argnames=("model", "linearized", "num_chunks", "chunk"))
+def _gd_square(model, params, params0, X, y, alpha, step, linearized, num_chunks, chunk):
+    """Fixed-step GD on the scaled square loss, vmapped over runs; compiled once per model,
+    shapes and schedule (X and y are arguments, so new data reuse the compiled loop)."""
+
+    def one(p, p0, a, s):
+        h = _linearized(model, p0) if linearized else model
+
+        def loss(q):
+            out = jax.vmap(lambda x: h(q, x))(X)
+            return 0.5 * jnp.mean((a * out - y) ** 2)
+
+        grad = jax.grad(loss)
+
+        def body(_, q):
+            return jax.tree_util.tree_map(lambda u, g: u - s * g, q, grad(q))
+
+        def chunk_fn(q, _):
+            q = jax.lax.fori_loop(0, chunk, body, q)
+            return q, (q, loss(q))
+
+        last, (snaps, losses) = jax.lax.scan(chunk_fn, p, None, length=num_chunks)
+        snaps = jax.tree_util.tree_map(lambda s0, ss: jnp.concatenate([s0[None], ss]), p, snaps)
+        return last, snaps, jnp.concatenate([loss(p)[None], losses])
+
+    return jax.vmap(one)(params, params0, alpha, step)
 
 
 def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, num_steps: int,
-                linearized: bool = False, snapshots=None) -> flows.Trajectory:
-    r""":func:`train` for a grid of output scales :math:`\alpha_b` from the same ``params0``.
+                num_snapshots: int = 1, linearized: bool = False,
+                batched: bool = False) -> Run:
+    r"""Gradient descent on :math:`\frac{1}{2n}\sum_i (\alpha_b h(\theta, x_i) - y_i)^2` for a
+    batch of runs :math:`b = 1, \dots, B`, each with its own scale and step.
 
-    All runs share one compiled loop (:func:`lib.gradient_descent_sweep`).
+    This is the experiment of Chizat, Oyallon & Bach (2019, Sec. 2): with step
+    ``eta / alpha**2`` the predictor :math:`\alpha h` follows the same time scale for every
+    :math:`\alpha`, and as :math:`\alpha` grows the run approaches the run of the
+    linearization (``linearized=True``), kernel regression with the tangent kernel at
+    ``params0``. A fixed-step loop (``lax.fori_loop`` inside ``lax.scan``) vmapped over the runs
+    and compiled once per model, shapes and schedule: a new data set, new scales or new steps of
+    the same shapes reuse the compiled code. (For snapshots on a log scale, early stopping or
+    other losses, use :func:`lib.gradient_descent_sweep`.)
 
     Args:
-        model, X, y, linearized, snapshots: as in :func:`train`.
-        params0: initial parameters shared by every run (no batch axis).
-        alphas: ``(B,)`` output scales > 0.
-        step_sizes: a step > 0, or ``(B,)`` steps (e.g. ``eta / alphas**2``).
-        num_steps: number of steps.
+        model: ``h(params, x)`` returning a scalar for one input ``x`` of shape ``(d,)``; a
+            module-level function (it is a static argument of the compiled loop).
+        params0: initial parameters; a pytree shared by all runs, or with a leading axis ``B``
+            on every leaf when ``batched=True``. The linearization is taken at each run's own
+            initial parameters.
+        X: ``(n, d)`` inputs; y: ``(n,)`` targets.
+        alphas: ``(B,)`` output scales > 0 (the batch size ``B`` is read from here).
+        step_sizes: a step > 0 or ``(B,)`` steps (e.g. ``eta / alphas**2``).
+        num_steps: total steps, a multiple of ``num_snapshots``.
+        num_snapshots: number of recorded states after step 0 (evenly spaced).
+        linearized: train :math:`\bar h(\theta) = h(\theta_0) + Dh(\theta_0)(\theta-\theta_0)`.
+        batched: ``params0`` carries the batch axis.
 
     Returns:
-        A :class:`lib.Trajectory` with a leading batch axis ``B``.
+        A :class:`Run`.
 
     Raises:
-        ValueError: non-positive ``alphas`` or ``step_sizes``, shape mismatch, bad data.
+        ValueError: bad shapes, non-positive ``alphas`` or ``step_sizes``, ``num_steps`` not a
+            positive multiple of ``num_snapshots``, non-finite data.
+        lib.DivergenceError: a run's loss or parameters became non-finite (the step is too
+            large); the message names the runs.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -144,22 +175,82 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
         >>> X, y = jnp.array([[1.0, 1.0], [-1.0, 1.0]]), jnp.array([1.0, 0.0])
         >>> p0 = init_two_layer(jax.random.key(0), 2, 100)
         >>> a = jnp.array([10.0, 100.0])
-        >>> traj = train_sweep(two_layer, p0, X, y, alphas=a, step_sizes=100 / a ** 2,
-        ...                    num_steps=2000)
-        >>> traj.final["a"].shape
-        (2, 100)
+        >>> run = train_sweep(two_layer, p0, X, y, alphas=a, step_sizes=100 / a ** 2,
+        ...                   num_steps=2000)
+        >>> run.final["a"].shape, bool(jnp.all(run.losses[:, -1] < 1e-6))
+        ((2, 100), True)
     """
+    if not callable(model):
+        raise ValueError("model must be a callable model(params, x)")
+    X, y = _data(X, y)
     alphas = _validate.as_array("alphas", alphas, ndim=1)
     if alphas.size == 0 or bool(jnp.any(alphas <= 0)):
-        raise ValueError("alphas must be a non-empty array of values > 0")
+        raise ValueError("alphas must be a non-empty 1-D array of values > 0")
     B = alphas.shape[0]
-    h = ntk.linearize(model, params0) if linearized else model
-    loss = scaled_square_loss(h, X, y)
-    stacked = jax.tree_util.tree_map(
-        lambda p: jnp.broadcast_to(jnp.asarray(p, jnp.float64), (B, *jnp.shape(p))), params0)
-    return flows.gradient_descent_sweep(loss, stacked, step_size=step_sizes,
-                                        num_steps=num_steps, snapshots=snapshots,
-                                        loss_args=alphas)
+    steps = _validate.as_array("step_sizes", jnp.broadcast_to(jnp.asarray(step_sizes), (B,))
+                               if jnp.ndim(step_sizes) == 0 else step_sizes, shape=(B,))
+    if bool(jnp.any(steps <= 0)):
+        raise ValueError("step_sizes must be > 0")
+    num_steps = _validate.integer("num_steps", num_steps, minimum=1)
+    num_snapshots = _validate.integer("num_snapshots", num_snapshots, minimum=1)
+    if num_steps % num_snapshots:
+        raise ValueError(f"num_steps ({num_steps}) must be a multiple of num_snapshots "
+                         f"({num_snapshots})")
+    params0 = jax.tree_util.tree_map(lambda p: jnp.asarray(p, jnp.float64), params0)
+    if batched:
+        if any(jnp.ndim(p) == 0 or jnp.shape(p)[0] != B
+               for p in jax.tree_util.tree_leaves(params0)):
+            raise ValueError(f"with batched=True every leaf of params0 needs a leading axis {B}")
+    else:
+        params0 = jax.tree_util.tree_map(lambda p: jnp.broadcast_to(p, (B, *jnp.shape(p))),
+                                         params0)
+    if not all(bool(jnp.all(jnp.isfinite(p))) for p in jax.tree_util.tree_leaves(params0)):
+        raise ValueError("params0 contains non-finite values")
+    chunk = num_steps // num_snapshots
+    last, snaps, losses = _gd_square(model, params0, params0, X, y, alphas, steps,
+                                     bool(linearized), num_snapshots, chunk)
+    finite = np.array(jnp.all(jnp.isfinite(losses), axis=1))
+    for leaf in jax.tree_util.tree_leaves(last):
+        finite &= np.array(jnp.all(jnp.isfinite(leaf.reshape(B, -1)), axis=1))
+    if not finite.all():
+        bad = np.flatnonzero(~finite).tolist()
+        raise flows.DivergenceError(f"runs {bad} diverged (non-finite loss or parameters after "
+                                    f"{num_steps} steps); reduce their step_sizes")
+    return Run(np.arange(num_snapshots + 1) * chunk, snaps, losses, last)
+
+
+def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_size: float,
+          num_steps: int, num_snapshots: int = 1, linearized: bool = False) -> Run:
+    r"""One run of :func:`train_sweep` (batch axis of length 1 removed).
+
+    Args:
+        model, params0, X, y, num_steps, num_snapshots, linearized: as in :func:`train_sweep`.
+        alpha: output scale :math:`\alpha > 0`.
+        step_size: the step :math:`\eta > 0` (``eta / alpha**2`` for the lazy scaling).
+
+    Returns:
+        A :class:`Run` without the batch axis: ``losses`` is ``(S + 1,)``.
+
+    Raises:
+        ValueError, lib.DivergenceError: as :func:`train_sweep`.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from lib.twolayer import init_two_layer, two_layer
+        >>> X, y = jnp.array([[1.0, 1.0], [-1.0, 1.0]]), jnp.array([1.0, 0.0])
+        >>> p0 = init_two_layer(jax.random.key(0), 2, 100)
+        >>> run = train(two_layer, p0, X, y, alpha=10.0, step_size=100 / 10.0 ** 2,
+        ...             num_steps=2000)
+        >>> float(run.losses[-1]) < 1e-6
+        True
+    """
+    alpha = _validate.positive("alpha", alpha)
+    step_size = _validate.positive("step_size", step_size)
+    run = train_sweep(model, params0, X, y, alphas=jnp.array([alpha]),
+                      step_sizes=jnp.array([step_size]), num_steps=num_steps,
+                      num_snapshots=num_snapshots, linearized=linearized)
+    return Run(run.steps, *(jax.tree_util.tree_map(lambda p: p[0], t)
+                            for t in (run.params, run.losses, run.final)))
 
 
 def relative_movement(params0: PyTree, params: PyTree) -> float:
