@@ -110,3 +110,4 @@ def check(exercise: str, answer, *, quiet: bool = False) -> CheckResult:
 
 # Checkers of each chapter register themselves on import.
 from . import setup as _setup  # noqa: E402,F401
+from . import lazy_training as _lazy_training  # noqa: E402,F401
