@@ -4,33 +4,37 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import CheckFailed, register
 
 
-def _random_psd(key, n, rank=None):
-    A = jax.random.normal(key, (n, rank or n))
+def _rng(key):
+    """A numpy generator seeded from the checker's key (numpy avoids compiling tiny kernels)."""
+    return np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+
+
+def _random_psd(rng, n, rank=None):
+    A = rng.standard_normal((n, rank or n))
     return A @ A.T
 
 
 @register("lazy_training/kernel-distance")
 def _kernel_distance(answer, key):
     """``answer(K0, K1)``: 1 - <K0, K1>_F / (||K0||_F ||K1||_F)."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    K0 = _random_psd(k1, 6)
-    K1 = K0 + 0.3 * _random_psd(k2, 6, rank=2)
-    K2 = _random_psd(k3, 6)
+    rng = _rng(key)
+    K0 = _random_psd(rng, 6)
+    K1 = K0 + 0.3 * _random_psd(rng, 6, rank=2)
+    K2 = _random_psd(rng, 6)
     for A, B, what in ((K0, K1, "two nearby kernels"), (K0, K2, "two unrelated kernels")):
-        want = 1.0 - float(jnp.sum(A * B)) / float(jnp.linalg.norm(A) * jnp.linalg.norm(B))
+        want = 1.0 - float(np.sum(A * B)) / float(np.linalg.norm(A) * np.linalg.norm(B))
         got = answer(A, B)
         if np.ndim(got) != 0:
             raise CheckFailed(f"return a scalar, got shape {np.shape(got)}")
         got = float(got)
         if not np.isfinite(got):
             raise CheckFailed("the distance is NaN or inf")
-        rel = float(jnp.linalg.norm(B - A) / jnp.linalg.norm(A))
+        rel = float(np.linalg.norm(B - A) / np.linalg.norm(A))
         if np.isclose(got, rel, rtol=1e-6):
             raise CheckFailed("you returned the relative change ||K1 - K0|| / ||K0||; the kernel "
                               "distance uses the cosine between the matrices")
@@ -49,10 +53,10 @@ def _linear_ntk_limit(answer, key):
     """``answer(x1, x2, kappa)``: infinite-width tangent kernel of the two-layer *linear*
     network f(x) = (1/sqrt(m)) sum_j a_j b_j^T x, b_j uniform on the sphere, |a_j| = kappa:
     K(x, x') = (1/d + kappa^2) <x, x'>."""
-    k1, k2 = jax.random.split(key)
+    rng = _rng(key)
     d = 4
-    x1 = jax.random.normal(k1, (5, d))
-    x2 = jax.random.normal(k2, (3, d))
+    x1 = rng.standard_normal((5, d))
+    x2 = rng.standard_normal((3, d))
     for kappa in (0.5, 2.0):
         want = (1.0 / d + kappa ** 2) * (x1 @ x2.T)
         got = np.asarray(answer(x1, x2, kappa), dtype=np.float64)
@@ -60,7 +64,7 @@ def _linear_ntk_limit(answer, key):
             raise CheckFailed("the kernel is transposed: rows should index x1, columns x2")
         if got.shape != want.shape:
             raise CheckFailed(f"expected shape {want.shape}, got {got.shape}")
-        G = np.asarray(x1 @ x2.T)
+        G = x1 @ x2.T
         if np.allclose(got, kappa ** 2 * G, rtol=1e-8):
             raise CheckFailed("only the input-layer term: add the output-layer term "
                               "E[(b^T x)(b^T x')] = <x, x'> / d")
