@@ -7,6 +7,8 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.ntk`: empirical tangent kernels and linearized models.
 * :mod:`lib.convex`: minimum-norm and maximum-margin references (cvxpy).
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
+* :mod:`lib.kernels`: kernel regression, RKHS norms and distances between kernels.
+* :mod:`lib.lazy`: training a scaled model and measuring how lazy the run was.
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 * :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
@@ -22,6 +24,8 @@ from . import (  # noqa: E402
     claims,
     convex,
     flows,
+    kernels,
+    lazy,
     ntk,
     plotting,
     twolayer,
@@ -37,7 +41,14 @@ from .flows import (  # noqa: E402
     snapshot_steps,
 )
 from .homework import todo  # noqa: E402  (also binds lib.homework)
-from .ntk import empirical_ntk, linearize  # noqa: E402
+from .kernels import (  # noqa: E402
+    kernel_distance,
+    kernel_regression,
+    relative_kernel_change,
+    rkhs_norm,
+)
+from .lazy import Laziness, laziness, relative_movement, scaled_square_loss  # noqa: E402
+from .ntk import empirical_ntk, linearize, relu_ntk  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
 
 __all__ = [
@@ -64,4 +75,15 @@ __all__ = [
     "twolayer",
     "homework",
     "todo",
+    "kernels",
+    "lazy",
+    "kernel_distance",
+    "kernel_regression",
+    "relative_kernel_change",
+    "rkhs_norm",
+    "Laziness",
+    "laziness",
+    "relative_movement",
+    "scaled_square_loss",
+    "relu_ntk",
 ]

@@ -31,7 +31,7 @@ from . import _validate
 
 PyTree = Any
 
-__all__ = ["empirical_ntk", "linearize"]
+__all__ = ["empirical_ntk", "linearize", "relu_ntk"]
 
 
 def _check_model(f, params, x):
@@ -166,3 +166,65 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
         return out0 + tangent
 
     return f_lin
+
+
+def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
+    r"""Closed-form tangent kernel of an infinitely wide two-layer ReLU network.
+
+    For :math:`f(\theta, x) = \frac{1}{\sqrt m}\sum_j a_j (b_j^\top x)_+` with :math:`b_j`
+    uniform on the sphere :math:`\mathbb{S}^{d-1}` and :math:`|a_j| = \kappa` (the
+    initialization of :func:`lib.init_two_layer` with ``output_scale=sqrt(m)``), the empirical
+    tangent kernel converges as :math:`m \to \infty` to (Jacot et al. 2018, Theorem 1;
+    Chizat & Bach 2020, blog Sec. 6)
+
+    .. math::
+        K_\kappa(x, x') = \frac{\|x\|\,\|x'\|}{2\pi d}\,\big(\sin\varphi
+        + (\pi - \varphi)\cos\varphi\big)
+        + \kappa^2\, \langle x, x'\rangle\, \frac{\pi - \varphi}{2\pi},
+
+    where :math:`\varphi` is the angle between :math:`x` and :math:`x'`. The first term is the
+    gradient with respect to the output weights (the arc-cosine kernel of degree 1 of Cho & Saul
+    2009, divided by :math:`d` because :math:`\mathbb{E}[b b^\top] = I/d` on the sphere); the
+    second is the gradient with respect to the input weights,
+    :math:`\kappa^2 \langle x, x'\rangle\, \mathbb{P}(b^\top x > 0, b^\top x' > 0)`.
+    At initialization scale :math:`\sigma` the kernel is :math:`\sigma^2 K_\kappa`.
+
+    Args:
+        x1: ``(n1, d)`` float inputs (``d >= 2``; append a constant coordinate for a bias).
+        x2: ``(n2, d)`` inputs; defaults to ``x1``.
+        kappa: output-weight scale :math:`\kappa \ge 0`.
+
+    Returns:
+        ``(n1, n2)`` float64 kernel matrix, positive semidefinite when ``x2`` is ``None``.
+        A zero input gives a zero row (the angle is then irrelevant).
+
+    Raises:
+        ValueError: inputs not 2-D, different ``d``, ``d < 2``, non-finite entries, or a
+            negative ``kappa``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> x = jnp.array([[1.0, 0.0]])
+        >>> float(relu_ntk(x, kappa=1.0)[0, 0])    # phi = 0: 1/(2 d) + kappa^2 / 2
+        0.75
+    """
+    x1 = _validate.as_array("x1", x1, ndim=2)
+    x2 = x1 if x2 is None else _validate.as_array("x2", x2, ndim=2)
+    if x1.shape[1] != x2.shape[1]:
+        raise ValueError(f"x1 and x2 must have the same dimension d, got {x1.shape} and "
+                         f"{x2.shape}")
+    d = x1.shape[1]
+    if d < 2:
+        raise ValueError(f"the inputs must have dimension d >= 2 (sphere S^(d-1)), got d = {d}")
+    kappa = _validate.positive("kappa", kappa, allow_zero=True)
+    n1 = jnp.linalg.norm(x1, axis=1)
+    n2 = jnp.linalg.norm(x2, axis=1)
+    inner = x1 @ x2.T
+    norms = n1[:, None] * n2[None, :]
+    safe = jnp.where(norms > 0, norms, 1.0)
+    cos = jnp.clip(inner / safe, -1.0, 1.0)
+    phi = jnp.arccos(cos)
+    sin = jnp.sqrt(jnp.clip(1.0 - cos ** 2, 0.0, None))
+    first = norms * (sin + (jnp.pi - phi) * cos) / (2 * jnp.pi * d)
+    second = kappa ** 2 * inner * (jnp.pi - phi) / (2 * jnp.pi)
+    return jnp.where(norms > 0, first + second, 0.0)

@@ -110,4 +110,5 @@ def check(exercise: str, answer, *, quiet: bool = False) -> CheckResult:
 
 
 # Checkers of each chapter register themselves on import.
+from . import lazy_training as _lazy_training  # noqa: E402,F401
 from . import setup as _setup  # noqa: E402,F401

@@ -1,0 +1,195 @@
+r"""Kernel regression and distances between kernels, for any kernel matrix.
+
+Two questions recur whenever training is compared with a kernel method:
+
+* *What does the kernel method predict?* Gradient descent from 0 on the square loss of a linear
+  model :math:`f(x) = \langle w, \phi(x)\rangle` converges to the interpolant of minimal
+  norm, :math:`f^\star(x) = K(x, X)\, K(X, X)^{-1} y`, the minimum-RKHS-norm interpolant of the
+  kernel :math:`K(x, x') = \langle\phi(x), \phi(x')\rangle` (Chizat, Oyallon & Bach 2019,
+  Sec. 2; Woodworth et al. 2020, Sec. 3). With a ridge :math:`\lambda > 0` it is kernel ridge
+  regression. :func:`kernel_regression` returns the coefficients :math:`c` with
+  :math:`f^\star = K(\cdot, X)\, c`; :func:`rkhs_norm` its norm :math:`\sqrt{c^\top K c}`.
+* *Has the kernel moved?* :func:`relative_kernel_change` measures
+  :math:`\|K_1 - K_0\|_F / \|K_0\|_F` and :func:`kernel_distance` the scale-free
+  :math:`1 - \langle K_0, K_1\rangle_F / (\|K_0\|_F \|K_1\|_F)` (Fort et al. 2020, Sec. 4).
+  Both are near 0 in the lazy regime and of order 1 in the rich regime.
+
+Nothing here depends on where the kernel matrix comes from: an empirical tangent kernel
+(:func:`lib.empirical_ntk`), the closed-form :func:`lib.relu_ntk`, or any Gram matrix.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate
+
+__all__ = ["kernel_distance", "kernel_regression", "relative_kernel_change", "rkhs_norm"]
+
+
+def _square(name, K):
+    K = _validate.as_array(name, K, ndim=2)
+    if K.shape[0] != K.shape[1] or K.shape[0] < 1:
+        raise ValueError(f"{name} must be a square (n, n) matrix, got shape {K.shape}")
+    return K
+
+
+def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: float = 1e-8):
+    r"""Coefficients :math:`c` of kernel (ridge) regression, :math:`f(x) = \sum_i c_i K(x, x_i)`.
+
+    With ``ridge = 0`` this is the minimum-RKHS-norm interpolant
+    :math:`c = K^{+} y` (pseudo-inverse on the eigenvalues above ``rcond * max eigenvalue``),
+    the limit of gradient flow on the square loss of the linear model with features
+    :math:`\phi` from zero (Chizat, Oyallon & Bach 2019, Sec. 2). With ``ridge > 0`` it is
+    kernel ridge regression :math:`c = (K + \lambda I)^{-1} y`.
+
+    Args:
+        K: ``(n, n)`` symmetric positive semidefinite kernel matrix on the training inputs.
+        y: ``(n,)`` targets.
+        ridge: :math:`\lambda \ge 0`.
+        rcond: relative cut-off for small eigenvalues when ``ridge = 0`` (in ``(0, 1)``).
+        tol: with ``ridge = 0``, the largest relative interpolation residual
+            :math:`\|K c - y\| / \|y\|` accepted.
+
+    Returns:
+        ``(n,)`` float64 coefficients; predict at new points with ``K_test @ c`` where
+        ``K_test[i, j] = K(x_test_i, x_j)``.
+
+    Raises:
+        ValueError: ``K`` not square, not symmetric (relative asymmetry above 1e-10), with a
+            negative eigenvalue below ``-1e-10 * max eigenvalue``, or non-finite; ``y`` of the
+            wrong shape; negative ``ridge``; with ``ridge = 0``, ``y`` not interpolable (the
+            message gives the residual).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> K = jnp.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> c = kernel_regression(K, jnp.array([1.0, 1.0]))
+        >>> [round(float(v), 6) for v in c]
+        [0.333333, 0.333333]
+    """
+    K = _square("K", K)
+    n = K.shape[0]
+    y = _validate.as_array("y", y, shape=(n,))
+    ridge = _validate.positive("ridge", ridge, allow_zero=True)
+    rcond = _validate.positive("rcond", rcond)
+    tol = _validate.positive("tol", tol)
+    scale = float(jnp.max(jnp.abs(K)))
+    if float(jnp.max(jnp.abs(K - K.T))) > 1e-10 * max(scale, 1e-300):
+        raise ValueError("K must be symmetric")
+    evals, evecs = jnp.linalg.eigh(0.5 * (K + K.T))
+    top = float(evals[-1])
+    if float(evals[0]) < -1e-10 * max(abs(top), 1e-300):
+        raise ValueError(f"K must be positive semidefinite; smallest eigenvalue "
+                         f"{float(evals[0]):.3e}")
+    if ridge > 0:
+        return evecs @ ((evecs.T @ y) / (jnp.clip(evals, 0.0, None) + ridge))
+    keep = evals > rcond * max(top, 0.0)
+    inv = jnp.where(keep, 1.0 / jnp.where(keep, evals, 1.0), 0.0)
+    c = evecs @ (inv * (evecs.T @ y))
+    residual = float(jnp.linalg.norm(K @ c - y) / max(float(jnp.linalg.norm(y)), 1e-300))
+    if residual > tol:
+        raise ValueError(f"y cannot be interpolated with K (relative residual {residual:.3e} > "
+                         f"tol = {tol:.1e}); pass ridge > 0 for kernel ridge regression")
+    return c
+
+
+def rkhs_norm(K, c):
+    r"""RKHS norm :math:`\|f\|_K = \sqrt{c^\top K c}` of :math:`f = \sum_i c_i K(\cdot, x_i)`.
+
+    Args:
+        K: ``(n, n)`` positive semidefinite kernel matrix.
+        c: ``(n,)`` coefficients, e.g. from :func:`kernel_regression`.
+
+    Returns:
+        A nonnegative float.
+
+    Raises:
+        ValueError: shapes do not match, non-finite entries, or :math:`c^\top K c` clearly
+            negative (``K`` not positive semidefinite).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> rkhs_norm(jnp.eye(2), jnp.array([3.0, 4.0]))
+        5.0
+    """
+    K = _square("K", K)
+    c = _validate.as_array("c", c, shape=(K.shape[0],))
+    q = float(c @ K @ c)
+    if q < -1e-10 * float(jnp.max(jnp.abs(K))) * float(c @ c):
+        raise ValueError(f"c^T K c = {q:.3e} < 0: K is not positive semidefinite")
+    return float(np.sqrt(max(q, 0.0)))
+
+
+def _pair(K0, K1):
+    K0 = _validate.as_array("K0", K0, ndim=2)
+    K1 = _validate.as_array("K1", K1, ndim=2)
+    if K0.shape != K1.shape:
+        raise ValueError(f"K0 and K1 must have the same shape, got {K0.shape} and {K1.shape}")
+    if K0.size == 0:
+        raise ValueError("K0 and K1 must not be empty")
+    return K0, K1
+
+
+def relative_kernel_change(K0, K1) -> float:
+    r"""Relative change :math:`\|K_1 - K_0\|_F / \|K_0\|_F` of a kernel matrix.
+
+    The kernel (lazy) regime is where the tangent kernel barely moves during training:
+    this ratio is :math:`O(1/\alpha)` for the scaled model :math:`\alpha h` and
+    :math:`O(m^{-1/2})` for a width-``m`` network with :math:`1/\sqrt m` output scaling
+    (Chizat, Oyallon & Bach 2019, Sec. 2-3; Jacot et al. 2018, Theorem 2).
+
+    Args:
+        K0: ``(n1, n2)`` reference kernel matrix (typically at initialization), not all zero.
+        K1: ``(n1, n2)`` kernel matrix to compare (typically after training).
+
+    Returns:
+        A float >= 0.
+
+    Raises:
+        ValueError: shapes differ, non-finite entries, or ``K0`` is zero.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> relative_kernel_change(jnp.eye(2), 1.1 * jnp.eye(2))
+        0.10000000000000009
+    """
+    K0, K1 = _pair(K0, K1)
+    n0 = float(jnp.linalg.norm(K0))
+    if n0 == 0:
+        raise ValueError("K0 must not be the zero matrix")
+    return float(jnp.linalg.norm(K1 - K0)) / n0
+
+
+def kernel_distance(K0, K1) -> float:
+    r"""Kernel distance :math:`1 - \langle K_0, K_1\rangle_F / (\|K_0\|_F\, \|K_1\|_F)`.
+
+    One minus the cosine of the angle between the two matrices (Fort et al. 2020, Sec. 4,
+    where it tracks how far the tangent kernel travels during training). It is 0 when ``K1``
+    is a positive multiple of ``K0``, so it ignores a change of overall scale (which does not
+    change the kernel predictor) and sees only a change of *shape*; it lies in ``[0, 2]``, and
+    in ``[0, 1]`` for positive semidefinite matrices.
+
+    Args:
+        K0, K1: ``(n1, n2)`` kernel matrices, neither all zero.
+
+    Returns:
+        A float in ``[0, 2]``.
+
+    Raises:
+        ValueError: shapes differ, non-finite entries, or a zero matrix.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> kernel_distance(jnp.eye(2), 3.0 * jnp.eye(2))
+        0.0
+        >>> kernel_distance(jnp.eye(2), jnp.array([[0.0, 1.0], [1.0, 0.0]]))
+        1.0
+    """
+    K0, K1 = _pair(K0, K1)
+    n0, n1 = float(jnp.linalg.norm(K0)), float(jnp.linalg.norm(K1))
+    if n0 == 0 or n1 == 0:
+        raise ValueError("K0 and K1 must not be the zero matrix")
+    cos = float(jnp.sum(K0 * K1)) / (n0 * n1)
+    return float(np.clip(1.0 - cos, 0.0, 2.0))

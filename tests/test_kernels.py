@@ -1,0 +1,91 @@
+"""Kernel regression, RKHS norms and kernel distances against independent answers."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import lib
+
+
+def _features(key, n, p):
+    return jax.random.normal(key, (n, p))
+
+
+@pytest.mark.parametrize("n,p", [(3, 5), (6, 20), (10, 10)])
+def test_min_norm_interpolant_matches_least_norm_linear_model(n, p):
+    """With K = Phi Phi^T, the kernel interpolant is the min-l2-norm solution of Phi w = y
+    (numpy lstsq, an independent algorithm), and its RKHS norm is ||w||."""
+    Phi = _features(jax.random.key(n), n, p)
+    y = jax.random.normal(jax.random.key(p), (n,))
+    K = Phi @ Phi.T
+    c = lib.kernel_regression(K, y)
+    w = np.linalg.lstsq(np.asarray(Phi), np.asarray(y), rcond=None)[0]
+    Phi_test = _features(jax.random.key(99), 4, p)
+    np.testing.assert_allclose((Phi_test @ Phi.T) @ c, Phi_test @ w, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(lib.rkhs_norm(K, c), np.linalg.norm(w), rtol=1e-8)
+
+
+@pytest.mark.parametrize("ridge", [1e-3, 0.1, 10.0])
+def test_ridge_matches_direct_solve(ridge):
+    Phi = _features(jax.random.key(1), 7, 4)
+    K = Phi @ Phi.T
+    y = jnp.arange(7.0)
+    c = lib.kernel_regression(K, y, ridge=ridge)
+    np.testing.assert_allclose(c, np.linalg.solve(np.asarray(K) + ridge * np.eye(7), y),
+                               rtol=1e-8)
+
+
+def test_gradient_descent_converges_to_kernel_interpolant():
+    """GD from 0 on a linear model in features converges to the kernel interpolant."""
+    Phi = _features(jax.random.key(3), 4, 12)
+    y = jnp.array([1.0, -2.0, 0.5, 3.0])
+    K = Phi @ Phi.T
+    traj = lib.gradient_descent(lambda w: 0.5 * jnp.sum((Phi @ w - y) ** 2), jnp.zeros(12),
+                                step_size=0.5 / float(jnp.linalg.eigvalsh(K)[-1]),
+                                num_steps=20000, snapshots=np.array([20000]))
+    np.testing.assert_allclose(traj.final, Phi.T @ lib.kernel_regression(K, y), atol=1e-8)
+
+
+def test_kernel_regression_errors():
+    K = jnp.eye(3)
+    with pytest.raises(ValueError, match="K"):
+        lib.kernel_regression(jnp.ones((2, 3)), jnp.ones(2))
+    with pytest.raises(ValueError, match="symmetric"):
+        lib.kernel_regression(jnp.array([[1.0, 0.5], [0.0, 1.0]]), jnp.ones(2))
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        lib.kernel_regression(jnp.diag(jnp.array([1.0, -1.0])), jnp.ones(2))
+    with pytest.raises(ValueError, match="y"):
+        lib.kernel_regression(K, jnp.ones(4))
+    with pytest.raises(ValueError, match="ridge"):
+        lib.kernel_regression(K, jnp.ones(3), ridge=-1.0)
+    with pytest.raises(ValueError, match="residual"):   # y outside the range of a rank-1 K
+        lib.kernel_regression(jnp.ones((2, 2)), jnp.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="non-finite"):
+        lib.kernel_regression(K.at[0, 0].set(jnp.nan), jnp.ones(3))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kernel_distance_and_change_closed_forms(seed):
+    k1, k2 = jax.random.split(jax.random.key(seed))
+    A = jax.random.normal(k1, (5, 5))
+    B = jax.random.normal(k2, (5, 5))
+    K0, K1 = A @ A.T, B @ B.T
+    a, b = np.asarray(K0).ravel(), np.asarray(K1).ravel()
+    cos = a @ b / np.sqrt((a @ a) * (b @ b))
+    assert lib.kernel_distance(K0, K1) == pytest.approx(1 - cos, rel=1e-12)
+    assert lib.kernel_distance(K0, 3.7 * K0) == pytest.approx(0.0, abs=1e-14)
+    assert 0 <= lib.kernel_distance(K0, K1) <= 1          # PSD matrices: cosine >= 0
+    assert lib.relative_kernel_change(K0, K1) == pytest.approx(
+        np.linalg.norm(b - a) / np.linalg.norm(a), rel=1e-12)
+
+
+def test_kernel_distance_errors():
+    with pytest.raises(ValueError, match="same shape"):
+        lib.kernel_distance(jnp.eye(2), jnp.eye(3))
+    with pytest.raises(ValueError, match="zero"):
+        lib.kernel_distance(jnp.zeros((2, 2)), jnp.eye(2))
+    with pytest.raises(ValueError, match="zero"):
+        lib.relative_kernel_change(jnp.zeros((2, 2)), jnp.eye(2))
+    with pytest.raises(ValueError, match="K1"):
+        lib.relative_kernel_change(jnp.eye(2), jnp.full((2, 2), jnp.inf))
