@@ -7,6 +7,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.ntk`: empirical tangent kernels and linearized models.
 * :mod:`lib.convex`: minimum-norm and maximum-margin references (cvxpy).
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
+* :mod:`lib.margins`: smoothed and F1 margins, kernel/simplex/F1 max-margin references.
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 """
@@ -28,6 +29,17 @@ from .flows import (  # noqa: E402
 )
 from .ntk import empirical_ntk, linearize  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
+from . import margins  # noqa: E402
+from .margins import (  # noqa: E402
+    compress_radius,
+    dictionary_f1_max_margin,
+    f1_normalized_margin,
+    f1_path_norm,
+    kernel_max_margin,
+    neuron_positions,
+    simplex_max_margin,
+    smoothed_margin,
+)
 
 __all__ = [
     "DivergenceError",
@@ -50,4 +62,13 @@ __all__ = [
     "two_layer",
     "two_layer_batch",
     "twolayer",
+    "margins",
+    "compress_radius",
+    "dictionary_f1_max_margin",
+    "f1_normalized_margin",
+    "f1_path_norm",
+    "kernel_max_margin",
+    "neuron_positions",
+    "simplex_max_margin",
+    "smoothed_margin",
 ]
