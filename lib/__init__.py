@@ -16,7 +16,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import checks, convex, flows, ntk, plotting, twolayer  # noqa: E402
+from . import checks, convex, flows, margins, ntk, plotting, twolayer  # noqa: E402
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
 from .flows import (  # noqa: E402
@@ -27,9 +27,6 @@ from .flows import (  # noqa: E402
     gradient_flow,
     snapshot_steps,
 )
-from .ntk import empirical_ntk, linearize  # noqa: E402
-from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
-from . import margins  # noqa: E402
 from .margins import (  # noqa: E402
     compress_radius,
     dictionary_f1_max_margin,
@@ -40,6 +37,8 @@ from .margins import (  # noqa: E402
     simplex_max_margin,
     smoothed_margin,
 )
+from .ntk import empirical_ntk, linearize  # noqa: E402
+from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
 
 __all__ = [
     "DivergenceError",

@@ -99,7 +99,8 @@ def f1_path_norm(params, output_scale: float = 1.0):
         ValueError: malformed ``params`` or ``output_scale``.
 
     Example:
-        >>> float(f1_path_norm({"a": jnp.array([2.0, -1.0]), "B": jnp.array([[3.0, 4.0], [1.0, 0.0]])}))
+        >>> B = jnp.array([[3.0, 4.0], [1.0, 0.0]])
+        >>> float(f1_path_norm({"a": jnp.array([2.0, -1.0]), "B": B}))
         5.5
     """
     a, B = _check_params(params)
@@ -203,8 +204,8 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
                          f"{evals.min() * scale:.3e}")
     keep = evals > 1e-12 * max(evals.max(), 1e-300)
     L = evecs[:, keep] * np.sqrt(evals[keep])  # K / scale = L L^T
-    # In feature space: h(x_i) = (L w)_i, ||h||^2 = |w|^2 / scale... solve min |w|^2 s.t.
-    # y (L w) >= 1, i.e. the l2 max-margin on the rows of L, then map back to c.
+    # In feature space: h(x_i) = (L w)_i with ||h||_{K/scale} = |w|; solve min |w|^2 s.t.
+    # y (L w) >= 1 (the l2 max-margin on the rows of L), then map back to c.
     yn = np.asarray(y)
     w = cp.Variable(L.shape[1])
     prob = cp.Problem(cp.Minimize(cp.sum_squares(w)), [cp.multiply(yn, L @ w) >= 1])
@@ -246,7 +247,8 @@ def simplex_max_margin(X, y):
         RuntimeError: the solver stopped without reaching optimality.
 
     Example:
-        >>> a, gamma = simplex_max_margin(jnp.array([[1.0, 0.0], [0.0, -1.0]]), jnp.array([1.0, -1.0]))
+        >>> X = jnp.array([[1.0, 0.0], [0.0, -1.0]])
+        >>> a, gamma = simplex_max_margin(X, jnp.array([1.0, -1.0]))
         >>> [round(v, 6) for v in a.tolist()], round(gamma, 6)
         ([0.5, 0.5], 0.5)
     """
