@@ -9,6 +9,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
 * :mod:`lib.kernels`: kernel regression, RKHS norms and distances between kernels.
 * :mod:`lib.lazy`: training a scaled model and measuring how lazy the run was.
+* :mod:`lib.margins`: smoothed and F1 margins, kernel/simplex/F1 max-margin references.
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 * :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
@@ -26,6 +27,7 @@ from . import (  # noqa: E402
     flows,
     kernels,
     lazy,
+    margins,
     ntk,
     plotting,
     twolayer,
@@ -48,6 +50,16 @@ from .kernels import (  # noqa: E402
     rkhs_norm,
 )
 from .lazy import Laziness, laziness, relative_movement, scaled_square_loss  # noqa: E402
+from .margins import (  # noqa: E402
+    compress_radius,
+    dictionary_f1_max_margin,
+    f1_normalized_margin,
+    f1_path_norm,
+    kernel_max_margin,
+    neuron_positions,
+    simplex_max_margin,
+    smoothed_margin,
+)
 from .ntk import empirical_ntk, linearize, relu_ntk  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
 
@@ -86,4 +98,13 @@ __all__ = [
     "relative_movement",
     "scaled_square_loss",
     "relu_ntk",
+    "margins",
+    "compress_radius",
+    "dictionary_f1_max_margin",
+    "f1_normalized_margin",
+    "f1_path_norm",
+    "kernel_max_margin",
+    "neuron_positions",
+    "simplex_max_margin",
+    "smoothed_margin",
 ]

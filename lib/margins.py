@@ -1,0 +1,376 @@
+r"""Margins of classifiers and the max-margin references of the F1/F2 chapter.
+
+Gradient descent on an unregularized exponential (or logistic) loss over separable data
+drives the parameters to infinity; what converges is the *direction* of the predictor, and
+its limit is a max-margin classifier whose norm depends on what is trained (Chizat & Bach
+2020, blog Secs. 2-5 and the main theorem of the COLT paper):
+
+* a linear model, or the output layer of a network with frozen hidden weights, converges to
+  the :math:`\ell_2` (kernel, :math:`\mathcal F_2`) max-margin classifier
+  (:func:`kernel_max_margin`; :func:`lib.convex.max_margin` in feature space);
+* the 2-homogeneous linear model :math:`a = r\odot r` converges to the max-margin classifier
+  over the simplex (:func:`simplex_max_margin`);
+* a two-layer ReLU network with both layers trained converges to the
+  :math:`\mathcal F_1` (variation-norm) max-margin classifier; :func:`dictionary_f1_max_margin`
+  solves that problem restricted to a finite dictionary of neuron directions, and
+  :func:`f1_normalized_margin` measures a network against it.
+
+Margins are read through the *smoothed margin* :func:`smoothed_margin`, and neurons are drawn
+with the radius compressed by ``tanh`` (:func:`compress_radius`, :func:`neuron_positions`)
+so that the unit circle stands for the directions at infinity.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import cvxpy as cp
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate
+from .convex import _TOL, max_margin
+
+__all__ = [
+    "KernelMaxMargin",
+    "compress_radius",
+    "dictionary_f1_max_margin",
+    "f1_normalized_margin",
+    "f1_path_norm",
+    "kernel_max_margin",
+    "neuron_positions",
+    "simplex_max_margin",
+    "smoothed_margin",
+]
+
+
+def smoothed_margin(margins, beta: float = 1.0):
+    r"""Smoothed margin :math:`F_\beta = -\frac1\beta \log\big(\frac1n\sum_i e^{-\beta z_i}\big)`.
+
+    With :math:`z_i = y_i f(x_i)` the margins of a classifier on ``n`` points, this is minus
+    the log of the exponential loss at scale :math:`\beta` (Chizat & Bach 2020, blog eq. (5)),
+    and it is sandwiched by the hard margin:
+
+    .. math:: \min_i z_i \le F_\beta \le \min_i z_i + \frac{\log n}{\beta}.
+
+    Computed with ``logsumexp``, so it neither overflows nor underflows for large ``beta``.
+
+    Args:
+        margins: ``(..., n)`` float array of margins :math:`z_i` (the last axis indexes points).
+        beta: scale :math:`\beta > 0`.
+
+    Returns:
+        ``(...)`` float64 array.
+
+    Raises:
+        ValueError: ``beta`` not finite and positive, empty or non-finite ``margins``.
+
+    Example:
+        >>> float(smoothed_margin(jnp.array([1.0, 1.0]), beta=3.0))
+        1.0
+    """
+    z = _validate.as_array("margins", margins)
+    if z.ndim < 1 or z.shape[-1] < 1:
+        raise ValueError(f"margins must have a last axis of points, got shape {z.shape}")
+    beta = _validate.positive("beta", beta)
+    n = z.shape[-1]
+    return -(jax.scipy.special.logsumexp(-beta * z, axis=-1) - jnp.log(n)) / beta
+
+
+def f1_path_norm(params, output_scale: float = 1.0):
+    r"""Path norm :math:`\frac{s}{m}\sum_j |a_j|\,\|b_j\|_2` of a two-layer ReLU network.
+
+    For :math:`h(x) = \frac{s}{m}\sum_j a_j (b_j^\top x)_+` (:func:`lib.two_layer`), writing each
+    unit as :math:`a_j\|b_j\|\,(\theta_j^\top x)_+` with :math:`\theta_j = b_j/\|b_j\|` shows that
+    ``h`` has a representation in Chizat & Bach's eq. (4) of total mass equal to this number,
+    so it bounds the variation norm: :math:`\|h\|_{\mathcal F_1} \le` path norm (with equality
+    for the best representation). By the AM-GM inequality it is at most
+    :math:`\frac{s}{2m}\sum_j (a_j^2 + \|b_j\|^2)`, with equality for balanced units.
+
+    Args:
+        params: ``{"a": (m,), "B": (m, d)}``.
+        output_scale: ``s > 0``.
+
+    Returns:
+        A float64 scalar array.
+
+    Raises:
+        ValueError: malformed ``params`` or ``output_scale``.
+
+    Example:
+        >>> B = jnp.array([[3.0, 4.0], [1.0, 0.0]])
+        >>> float(f1_path_norm({"a": jnp.array([2.0, -1.0]), "B": B}))
+        5.5
+    """
+    a, B = _check_params(params)
+    s = _validate.positive("output_scale", output_scale)
+    return s / a.shape[0] * jnp.sum(jnp.abs(a) * jnp.linalg.norm(B, axis=1))
+
+
+def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
+    r"""Margin of a two-layer network divided by its path norm:
+    :math:`\min_i y_i h(x_i) / \big(\frac{s}{m}\sum_j |a_j|\|b_j\|\big)`.
+
+    Since the path norm bounds :math:`\|h\|_{\mathcal F_1}` (:func:`f1_path_norm`), this is a
+    lower bound on the :math:`\mathcal F_1`-normalized margin of ``h``, hence on the
+    :math:`\mathcal F_1` max-margin :math:`\max_{\|h\|_{\mathcal F_1}\le 1}\min_i y_i h(x_i)`
+    that gradient flow on both layers approaches (Chizat & Bach 2020, main theorem). It is
+    invariant to rescaling the parameters, so it can be followed along a diverging run.
+
+    Args:
+        params: ``{"a": (m,), "B": (m, d)}``.
+        X: ``(n, d)`` inputs (with the bias coordinate, if any).
+        y: ``(n,)`` labels in {-1, +1}.
+        output_scale: ``s > 0``.
+
+    Returns:
+        A float64 scalar array (negative when a point is misclassified).
+
+    Raises:
+        ValueError: malformed arguments, or a network with path norm 0.
+
+    Example:
+        >>> p = {"a": jnp.array([1.0]), "B": jnp.array([[1.0, 0.0]])}
+        >>> float(f1_normalized_margin(p, jnp.array([[2.0, 1.0]]), jnp.array([1.0])))
+        2.0
+    """
+    a, B = _check_params(params)
+    X = _validate.as_array("X", X, shape=(None, B.shape[1]))
+    y = _validate.labels("y", y, X.shape[0])
+    norm = f1_path_norm({"a": a, "B": B}, output_scale)
+    if not float(norm) > 0:
+        raise ValueError("params has path norm 0: the normalized margin is undefined")
+    h = output_scale / a.shape[0] * (jax.nn.relu(X @ B.T) @ a)
+    return jnp.min(y * h) / norm
+
+
+class KernelMaxMargin(NamedTuple):
+    """Solution of the hard-margin kernel SVM without intercept.
+
+    Attributes:
+        coef: ``(n,)`` coefficients ``c`` of ``h = sum_i c_i K(x_i, .)`` with
+            ``y_i h(x_i) >= 1`` and minimal RKHS norm.
+        norm: ``||h||_K = sqrt(c^T K c)``.
+        margin: the max-margin ``1 / ||h||_K`` (the margin of ``h / ||h||_K``).
+    """
+
+    coef: jax.Array
+    norm: float
+    margin: float
+
+
+def kernel_max_margin(K, y) -> KernelMaxMargin:
+    r"""Hard-margin kernel SVM: :math:`\min \|h\|_K` s.t. :math:`y_i h(x_i) \ge 1`.
+
+    By the representer theorem :math:`h = \sum_i c_i K(x_i,\cdot)`, so the problem is the
+    quadratic program :math:`\min_c c^\top K c` s.t. :math:`y \odot (Kc) \ge 1`, solved with
+    cvxpy (Clarabel) after factoring :math:`K = LL^\top`. The maximal margin over the RKHS unit
+    ball, :math:`\max_{\|h\|_K\le1}\min_i y_i h(x_i)`, is :math:`1/\|h\|_K`. With
+    :math:`K = \Phi\Phi^\top` for features :math:`\Phi` this is the :math:`\ell_2` max-margin
+    of :func:`lib.convex.max_margin` on :math:`\Phi`; with the random-feature or tangent
+    kernel of a network it is the limit of training the output layer only (Chizat & Bach 2020,
+    blog Sec. 3) or of the lazy regime (Sec. 6).
+
+    Args:
+        K: ``(n, n)`` symmetric positive semidefinite kernel matrix on the training points.
+        y: ``(n,)`` labels in {-1, +1}.
+
+    Returns:
+        A :class:`KernelMaxMargin` ``(coef, norm, margin)``.
+
+    Raises:
+        ValueError: ``K`` not square, not symmetric or with a negative eigenvalue below
+            ``-1e-8 * max|K|``; labels not in {-1, +1}; data not separable in the RKHS.
+        RuntimeError: the solver stopped without reaching optimality.
+
+    Example:
+        >>> K = jnp.array([[1.0, 0.0], [0.0, 4.0]])
+        >>> round(kernel_max_margin(K, jnp.array([1.0, -1.0])).margin, 6)   # 1/sqrt(1 + 1/4)
+        0.894427
+    """
+    K = _validate.as_array("K", K, ndim=2)
+    n = K.shape[0]
+    if K.shape != (n, n) or n < 1:
+        raise ValueError(f"K must be a non-empty square matrix, got shape {K.shape}")
+    y = _validate.labels("y", y, n)
+    Kn = np.asarray(K)
+    scale = max(np.abs(Kn).max(), 1e-300)
+    if not np.allclose(Kn, Kn.T, rtol=1e-10, atol=1e-12 * scale):
+        raise ValueError("K must be symmetric")
+    evals, evecs = np.linalg.eigh(Kn / scale)
+    if evals.min() < -1e-8:
+        raise ValueError(f"K must be positive semidefinite; smallest eigenvalue "
+                         f"{evals.min() * scale:.3e}")
+    keep = evals > 1e-12 * max(evals.max(), 1e-300)
+    L = evecs[:, keep] * np.sqrt(evals[keep])  # K / scale = L L^T
+    # In feature space: h(x_i) = (L w)_i with ||h||_{K/scale} = |w|; solve min |w|^2 s.t.
+    # y (L w) >= 1 (the l2 max-margin on the rows of L), then map back to c.
+    yn = np.asarray(y)
+    w = cp.Variable(L.shape[1])
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(w)), [cp.multiply(yn, L @ w) >= 1])
+    try:
+        prob.solve(solver=cp.CLARABEL, **_TOL)
+    except cp.error.SolverError as err:
+        raise RuntimeError(f"kernel_max_margin: the solver failed ({err})") from err
+    if prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        raise ValueError("the labels y are not separable in the RKHS of K (K is rank-deficient "
+                         "and no h in its span has y_i h(x_i) > 0 for all i)")
+    if prob.status != cp.OPTIMAL:
+        raise RuntimeError(f"kernel_max_margin: solver status {prob.status!r}")
+    wv = w.value
+    # h = L w on the data = (K/scale) c with c = V diag(1/sqrt(lambda)) w; ||h||_{K/scale} = |w|.
+    c_scaled = evecs[:, keep] @ (wv / np.sqrt(evals[keep]))
+    c = c_scaled / scale  # h = K c
+    norm = float(np.linalg.norm(wv) / np.sqrt(scale))  # ||h||_K^2 = c^T K c = |w|^2 / scale
+    return KernelMaxMargin(jnp.asarray(c), norm, 1.0 / norm)
+
+
+def simplex_max_margin(X, y):
+    r"""Max-margin over the simplex: :math:`\max_{a\in\Delta_d}\min_i y_i x_i^\top a`.
+
+    The linear program :math:`\max \gamma` s.t. :math:`y_i x_i^\top a \ge \gamma`,
+    :math:`a \ge 0`, :math:`\sum_k a_k = 1`, solved with cvxpy (Clarabel). It is the limit of
+    the normalized predictor :math:`r\odot r/\|r\|^2` of the 2-homogeneous linear model
+    trained by gradient flow on the exponential loss (Chizat & Bach 2020, blog Sec. 4). The
+    value may be negative (no nonnegative separator); it is returned all the same.
+
+    Args:
+        X: ``(n, d)`` inputs.
+        y: ``(n,)`` labels in {-1, +1}.
+
+    Returns:
+        ``(a, gamma)``: the ``(d,)`` maximizer on the simplex and the margin ``gamma``.
+
+    Raises:
+        ValueError: malformed ``X`` or ``y``.
+        RuntimeError: the solver stopped without reaching optimality.
+
+    Example:
+        >>> X = jnp.array([[1.0, 0.0], [0.0, -1.0]])
+        >>> a, gamma = simplex_max_margin(X, jnp.array([1.0, -1.0]))
+        >>> [round(v, 6) for v in a.tolist()], round(gamma, 6)
+        ([0.5, 0.5], 0.5)
+    """
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.labels("y", y, X.shape[0])
+    Z = np.asarray(y)[:, None] * np.asarray(X)
+    a = cp.Variable(Z.shape[1])
+    gamma = cp.Variable()
+    prob = cp.Problem(cp.Maximize(gamma), [Z @ a >= gamma, a >= 0, cp.sum(a) == 1])
+    try:
+        prob.solve(solver=cp.CLARABEL, **_TOL)
+    except cp.error.SolverError as err:
+        raise RuntimeError(f"simplex_max_margin: the solver failed ({err})") from err
+    if prob.status != cp.OPTIMAL:
+        raise RuntimeError(f"simplex_max_margin: solver status {prob.status!r}")
+    return jnp.asarray(a.value), float(gamma.value)
+
+
+def dictionary_f1_max_margin(X, y, directions):
+    r""":math:`\mathcal F_1` max-margin restricted to a dictionary of neuron directions.
+
+    With directions :math:`\theta_1,\dots,\theta_K` on the sphere, solves
+    :math:`\max \min_i y_i \sum_k r_k(\theta_k^\top x_i)_+` s.t. :math:`\sum_k|r_k| \le 1`, an
+    :math:`\ell_1` max-margin problem on the ReLU features (via :func:`lib.convex.max_margin`
+    with ``p = 1``). Every feasible ``r`` defines a predictor of variation norm at most 1
+    (Chizat & Bach 2020, blog eq. (4), with the uniform measure replaced by atoms), so the
+    value is a lower bound on the :math:`\mathcal F_1` max-margin, and it converges to it as
+    the dictionary becomes dense on the sphere.
+
+    Args:
+        X: ``(n, d)`` inputs (with the bias coordinate, if any).
+        y: ``(n,)`` labels in {-1, +1}.
+        directions: ``(K, d)`` unit vectors :math:`\theta_k` (rows are normalized here).
+
+    Returns:
+        ``(r, gamma)``: the ``(K,)`` signed weights with :math:`\|r\|_1 = 1` and the margin.
+
+    Raises:
+        ValueError: malformed arguments, a zero direction, or labels the dictionary's
+            features cannot separate.
+        RuntimeError: the solver stopped without reaching optimality.
+
+    Example:
+        >>> X = jnp.array([[1.0, 1.0], [-1.0, 1.0]]); y = jnp.array([1.0, -1.0])
+        >>> r, gamma = dictionary_f1_max_margin(X, y, jnp.array([[1.0, 0.0], [-1.0, 0.0]]))
+        >>> [round(v, 6) for v in r.tolist()], round(gamma, 6)
+        ([0.5, -0.5], 0.5)
+    """
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.labels("y", y, X.shape[0])
+    theta = _validate.as_array("directions", directions, shape=(None, X.shape[1]))
+    norms = jnp.linalg.norm(theta, axis=1, keepdims=True)
+    if theta.shape[0] < 1 or not bool(jnp.all(norms > 0)):
+        raise ValueError("directions must be a non-empty array of non-zero rows")
+    features = jax.nn.relu(X @ (theta / norms).T)
+    w = max_margin(features, y, p=1)
+    l1 = float(jnp.sum(jnp.abs(w)))
+    return w / l1, 1.0 / l1
+
+
+def compress_radius(points):
+    r"""Map points of :math:`\mathbb R^d` into the unit ball by
+    :math:`p \mapsto \tanh(\|p\|)\, p/\|p\|`.
+
+    This is how Chizat & Bach (2020, blog Secs. 2-5) draw diverging trajectories: the
+    direction is kept, the radius is compressed, and the unit sphere stands for the directions
+    at infinity. The map is continuous, with 0 sent to 0.
+
+    Args:
+        points: ``(..., d)`` float array (the last axis holds coordinates).
+
+    Returns:
+        An array of the same shape with every row of norm < 1.
+
+    Raises:
+        ValueError: non-finite entries or a 0-d input.
+
+    Example:
+        >>> [round(v, 6) for v in compress_radius(jnp.array([3.0, 4.0])).tolist()]
+        [0.599946, 0.799927]
+    """
+    P = _validate.as_array("points", points)
+    if P.ndim < 1:
+        raise ValueError("points must have a last axis of coordinates")
+    r = jnp.linalg.norm(P, axis=-1, keepdims=True)
+    safe = jnp.where(r > 0, r, 1.0)
+    return jnp.where(r > 0, jnp.tanh(r) * P / safe, 0.0)
+
+
+def neuron_positions(params, scale: float = 1.0):
+    r"""Where Chizat & Bach draw each neuron: :math:`|a_j| b_j`, radius compressed by tanh.
+
+    A unit :math:`a_j(b_j^\top x)_+` is drawn at :math:`\mathrm{compress}(|a_j| b_j / c)`
+    (:func:`compress_radius`), coloured by the sign of :math:`a_j`. Its direction is the
+    neuron's direction :math:`\theta_j`, its uncompressed radius :math:`|a_j|\|b_j\|` its
+    contribution to the path norm. The constant ``c`` (``scale``) sets which radius maps to
+    :math:`\tanh(1)`.
+
+    Args:
+        params: ``{"a": (m,), "B": (m, d)}``.
+        scale: ``c > 0``.
+
+    Returns:
+        ``(positions, signs)``: ``(m, d)`` points in the open unit ball and ``(m,)`` signs in
+        {-1, 0, 1}.
+
+    Raises:
+        ValueError: malformed ``params`` or ``scale``.
+
+    Example:
+        >>> pos, sgn = neuron_positions({"a": jnp.array([-2.0]), "B": jnp.array([[0.0, 1.0]])})
+        >>> [round(v, 6) for v in pos[0].tolist()], sgn.tolist()
+        ([0.0, 0.964028], [-1.0])
+    """
+    a, B = _check_params(params)
+    c = _validate.positive("scale", scale)
+    return compress_radius(jnp.abs(a)[:, None] * B / c), jnp.sign(a)
+
+
+def _check_params(params):
+    if not isinstance(params, dict) or set(params) != {"a", "B"}:
+        raise ValueError("params must be a dict {'a': (m,), 'B': (m, d)}")
+    a = _validate.as_array("params['a']", params["a"], ndim=1)
+    B = _validate.as_array("params['B']", params["B"], shape=(a.shape[0], None))
+    return a, B

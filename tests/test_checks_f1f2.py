@@ -1,0 +1,76 @@
+"""Exercise checks of the F1/F2 chapter: correct answers pass, wrong ones fail with a hint,
+stubs are "not attempted". Reference answers are written here independently."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lib.checks import check, registered
+
+
+def _smoothed(z, beta):
+    z = np.asarray(z, dtype=np.float64)
+    zmin = z.min()
+    return zmin - np.log(np.mean(np.exp(-beta * (z - zmin)))) / beta
+
+
+def _picture(a, B):
+    P = np.abs(np.asarray(a))[:, None] * np.asarray(B)
+    r = np.linalg.norm(P, axis=1, keepdims=True)
+    out = np.zeros_like(P)
+    nz = r[:, 0] > 0
+    out[nz] = np.tanh(r[nz]) * P[nz] / r[nz]
+    return out
+
+
+def _f2(K, y):
+    return float(np.sqrt(np.asarray(y) @ np.linalg.solve(np.asarray(K), np.asarray(y))))
+
+
+def _stub(*args):
+    raise NotImplementedError("exercise")
+
+
+CORRECT = {
+    "f1f2/smoothed-margin": _smoothed,
+    "f1f2/neuron-picture": _picture,
+    "f1f2/f2-norm": _f2,
+}
+WRONG = {
+    "f1f2/smoothed-margin": [
+        lambda z, beta: -np.log(np.mean(np.exp(-beta * np.asarray(z)))) / beta,  # underflows
+        lambda z, beta: -np.log(np.sum(np.exp(-beta * np.asarray(z)))) / beta,   # no 1/n
+        lambda z, beta: np.min(z),
+    ],
+    "f1f2/neuron-picture": [
+        lambda a, B: np.tanh(np.abs(np.asarray(a))[:, None] * np.asarray(B)),   # per coordinate
+        lambda a, B: _picture(np.ones_like(a), np.asarray(a)[:, None] * np.asarray(B)),  # signed
+        lambda a, B: np.abs(np.asarray(a))[:, None] * np.asarray(B),
+    ],
+    "f1f2/f2-norm": [
+        lambda K, y: float(np.asarray(y) @ np.linalg.solve(np.asarray(K), np.asarray(y))),
+        lambda K, y: float(np.sqrt(np.asarray(y) @ np.asarray(K) @ np.asarray(y))),
+        lambda K, y: jnp.linalg.solve(K, y),
+    ],
+}
+
+
+def test_every_f1f2_exercise_is_covered_here():
+    assert sorted(e for e in registered() if e.startswith("f1f2/")) == sorted(CORRECT)
+
+
+@pytest.mark.parametrize("exercise", sorted(CORRECT))
+def test_correct_passes(exercise):
+    assert check(exercise, CORRECT[exercise], quiet=True).status == "passes"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("exercise,i", [(e, i) for e in sorted(WRONG) for i in range(3)])
+def test_wrong_fails_with_hint(exercise, i):
+    result = check(exercise, WRONG[exercise][i], quiet=True)
+    assert result.status == "fails" and result.message
+
+
+@pytest.mark.parametrize("exercise", sorted(CORRECT))
+def test_stub_is_not_attempted(exercise):
+    assert check(exercise, _stub, quiet=True).status == "not attempted"
