@@ -139,9 +139,10 @@ def _all_finite(tree):
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "normalized", "log_domain", "batched"))
+@functools.partial(jax.jit, static_argnames=("loss", "normalized", "log_domain", "batched",
+                                             "args_axes"))
 def _advance(loss, state, stop_step, step_size, target, loss_args, normalized, log_domain,
-             batched):
+             batched, args_axes=0):
     """Run steps until ``stop_step`` or until the target is reached; compiled once per loss."""
 
     def run_one(state, step_size, target, loss_args):
@@ -165,7 +166,7 @@ def _advance(loss, state, stop_step, step_size, target, loss_args, normalized, l
         return s._replace(loss=value, done=s.done | (value <= target) | bad, bad=bad)
 
     if batched:
-        axes_args = None if loss_args is None else 0
+        axes_args = None if loss_args is None else args_axes
         return jax.vmap(run_one, in_axes=(0, 0, None, axes_args))(state, step_size, target,
                                                                   loss_args)
     return run_one(state, step_size, target, loss_args)
@@ -194,7 +195,7 @@ def _check_snapshots(snapshots, num_steps):
 
 
 def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
-         loss_args, progress, on_divergence, batched):
+         loss_args, progress, on_divergence, batched, args_axes=0):
     num_steps = _validate.integer("num_steps", num_steps, minimum=0)
     if on_divergence not in ("raise", "stop"):
         raise ValueError(f"on_divergence must be 'raise' or 'stop', got {on_divergence!r}")
@@ -225,14 +226,32 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
     state = _State(params0, jnp.zeros(shape, dtype=jnp.int64), zeros,
                    jnp.zeros(shape, dtype=bool), jnp.zeros(shape, dtype=bool))
     # Evaluate the initial loss through the same compiled path (stop_step = 0 takes no step).
-    state = _advance(loss, state, 0, eta, target, loss_args, normalized, log_domain, batched)
+    try:
+        state = _advance(loss, state, 0, eta, target, loss_args, normalized, log_domain,
+                         batched, args_axes)
+    except TypeError as err:
+        raise ValueError(f"loss must return a real float64 scalar for params0 (and loss_args): "
+                         f"{err}") from err
+    except ValueError as err:
+        if batched and "vmap" in str(err):
+            raise ValueError(f"loss_args do not match the batch: {err}. Pass "
+                             "loss_args_axes=None for data shared by all runs") from err
+        raise
+    initial = np.asarray(state.loss)
+    if initial.shape != shape:
+        raise ValueError(f"loss must return a scalar per run, got shape {initial.shape}")
+    if not np.all(np.isfinite(initial)):
+        raise ValueError("loss is not finite at params0 (NaN or inf)")
+    if normalized and not log_domain and np.any(initial <= 0):
+        raise ValueError("normalized=True divides by the loss, which must be > 0 at params0 "
+                         f"(got {initial.min():g}); use log_domain=True for losses near 0")
 
     records = []
     bar = tqdm(total=int(steps[-1]), disable=not _progress_enabled(progress), leave=False,
                desc="gradient descent")
     for stop in steps:
         state = _advance(loss, state, int(stop), eta, target, loss_args, normalized,
-                         log_domain, batched)
+                         log_domain, batched, args_axes)
         records.append(state)
         bar.n = int(stop)
         bar.refresh()
@@ -316,7 +335,8 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
 def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_steps: int,
                            snapshots=None, target: float | None = None,
                            normalized: bool = False, log_domain: bool = False,
-                           loss_args: PyTree = None, progress: bool | None = None,
+                           loss_args: PyTree = None, loss_args_axes: int | None = 0,
+                           progress: bool | None = None,
                            on_divergence: str = "raise") -> Trajectory:
     """:func:`gradient_descent` for a batch of ``B`` runs at once, with one compilation.
 
@@ -328,7 +348,11 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
         loss: as in :func:`gradient_descent`, for one run (it is vectorized with ``jax.vmap``).
         params0: pytree whose leaves all have a leading batch axis of length ``B``.
         step_size: a scalar, or a ``(B,)`` array of step sizes > 0.
-        loss_args: ``None`` or a pytree whose leaves have a leading axis ``B`` (one per run).
+        loss_args: ``None`` or a pytree passed as the second argument of ``loss``. By default
+            (``loss_args_axes=0``) its leaves have a leading axis ``B``: one slice per run.
+        loss_args_axes: ``0`` (per-run ``loss_args``, sliced along their first axis) or
+            ``None`` (the same ``loss_args`` for every run: data shared by the sweep). Say
+            ``None`` for shared data even when its first axis happens to equal ``B``.
         num_steps, snapshots, target, normalized, log_domain, progress, on_divergence: as in
             :func:`gradient_descent`; ``target`` is shared by all runs.
 
@@ -355,8 +379,10 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
     sizes = {jnp.shape(x)[0] for x in leaves}
     if len(sizes) != 1:
         raise ValueError(f"params0 leaves must share the batch size, got sizes {sorted(sizes)}")
+    if loss_args_axes not in (0, None) or isinstance(loss_args_axes, bool):
+        raise ValueError(f"loss_args_axes must be 0 or None, got {loss_args_axes!r}")
     return _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
-                loss_args, progress, on_divergence, batched=True)
+                loss_args, progress, on_divergence, batched=True, args_axes=loss_args_axes)
 
 
 def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10,

@@ -174,3 +174,26 @@ def test_snapshot_steps():
 def test_float64_enabled():
     assert jnp.zeros(1).dtype == jnp.float64
     assert jax.config.jax_enable_x64
+
+
+def test_sweep_shared_loss_args():
+    """Shared data whose first axis equals the batch size is not sliced with axes=None."""
+    X = jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    y = jnp.array([1.0, 2.0, 3.0])
+    loss = lambda w, d: 0.5 * jnp.sum((d[0] @ w - d[1]) ** 2)  # noqa: E731
+    sweep = lib.gradient_descent_sweep(loss, jnp.zeros((3, 2)), step_size=0.1, num_steps=2000,
+                                       loss_args=(X, y), loss_args_axes=None)
+    np.testing.assert_allclose(sweep.final, np.tile([1.0, 2.0], (3, 1)), atol=1e-8)
+    with pytest.raises(ValueError, match="loss_args_axes"):
+        lib.gradient_descent_sweep(loss, jnp.zeros((3, 2)), step_size=0.1, num_steps=1,
+                                   loss_args=(X, y), loss_args_axes=1)
+
+
+@pytest.mark.parametrize("loss, kwargs, match", [
+    (lambda w: (w - 1.0) ** 2, {}, "scalar"),
+    (lambda w: jnp.nan * jnp.sum(w), {}, "not finite"),
+    (lambda w: jnp.sum(w) - 10.0, dict(normalized=True), "must be > 0"),
+])
+def test_bad_losses(loss, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        lib.gradient_descent(loss, jnp.ones(2), step_size=0.1, num_steps=5, **kwargs)
