@@ -7,6 +7,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.ntk`: empirical tangent kernels and linearized models.
 * :mod:`lib.convex`: minimum-norm and maximum-margin references (cvxpy).
 * :mod:`lib.twolayer`: two-layer ReLU networks (init, forward).
+* :mod:`lib.diagonal`: diagonal linear networks, their implicit bias Q and its exact limit.
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 """
@@ -15,9 +16,18 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import checks, convex, flows, ntk, plotting, twolayer  # noqa: E402
+from . import (  # noqa: E402
+    checks,
+    convex,
+    diagonal,  # noqa: E402
+    flows,
+    ntk,
+    plotting,
+    twolayer,
+)
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
+from .diagonal import Q, gradient_flow_path, implicit_bias_limit  # noqa: E402
 from .flows import (  # noqa: E402
     DivergenceError,
     Trajectory,
@@ -50,4 +60,8 @@ __all__ = [
     "two_layer",
     "two_layer_batch",
     "twolayer",
+    "diagonal",
+    "Q",
+    "gradient_flow_path",
+    "implicit_bias_limit",
 ]
