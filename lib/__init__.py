@@ -27,7 +27,13 @@ from . import (  # noqa: E402
 )
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
-from .diagonal import Q, gradient_flow_path, implicit_bias_limit  # noqa: E402
+from .diagonal import (  # noqa: E402
+    Q,
+    exponential_loss_path,
+    gradient_flow_path,
+    implicit_bias_limit,
+    margin_limit,
+)
 from .flows import (  # noqa: E402
     DivergenceError,
     Trajectory,
@@ -64,4 +70,6 @@ __all__ = [
     "Q",
     "gradient_flow_path",
     "implicit_bias_limit",
+    "exponential_loss_path",
+    "margin_limit",
 ]

@@ -831,3 +831,314 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
                                   target=target, loss_args=args, on_divergence=on_divergence)
     return DiagonalRun(traj.times, beta_of(traj.params, depth), traj.losses,
                        beta_of(traj.final, depth), traj.converged, traj)
+
+
+# ----------------------------------------------------------------------------------------------
+# Classification: the exponential loss and the margin problem (Moroshko et al. 2020)
+# ----------------------------------------------------------------------------------------------
+
+__all__ += ["ExponentialRun", "exponential_loss_path", "log_exponential_loss",
+            "margin_limit"]
+
+
+def _np_link(z, log_mu, depth):
+    """Numpy: w = mu h_D(z), the weights mu h_D'(z) and mu sum H_D(z) (inf outside domain)."""
+    mu = np.exp(log_mu)
+    if depth == 2:
+        ep, em = np.exp(log_mu + z), np.exp(log_mu - z)
+        small = np.abs(z) < 1.0
+        H = np.where(small, 4.0 * mu * np.sinh(np.where(small, z, 0.0) / 2.0) ** 2,
+                     ep + em - 2.0 * mu)
+        zs = np.where(small, z, 0.0)
+        w = np.where(small, 2.0 * mu * np.sinh(zs), ep - em)  # no cancellation near 0
+        weight = np.where(small, 2.0 * mu * np.cosh(zs), ep + em)
+        return w, weight, float(np.sum(H))
+    if np.any(np.abs(z) >= 1.0):
+        return None, None, np.inf
+    p, q, c = _exponent(depth), 2.0 / (depth - 2.0), (depth - 2.0) / 2.0
+    a, b = 1.0 - z, 1.0 + z
+    near = np.abs(z) < _SERIES_Z
+    zs = np.where(near, z, 0.0)
+    series = sum(2.0 * ck * zs ** k for k, ck in _series_coeffs(depth))
+    w = mu * np.where(near, series, a ** (-p) - b ** (-p))
+    weight = mu * p * (a ** (-p - 1.0) + b ** (-p - 1.0))
+    H = mu * c * (np.expm1(-q * np.log1p(-z)) + np.expm1(-q * np.log1p(z)))
+    return w, weight, float(np.sum(H))
+
+
+def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=False):
+    r"""The transition-regime limit of the exponential loss:
+    :math:`\arg\min_w Q^D_\mu(w)` s.t. :math:`y_n\langle x_n, w\rangle \ge 1` for all n.
+
+    Moroshko et al. (2020, Theorems 2 and 3; Sec. 4) show that along
+    :math:`\alpha^D / \log(1/\epsilon) \to \mu`, the margin-normalized predictor of the depth-D
+    diagonal network tends to this point (when the support vectors are stable);
+    :math:`Q^D_\mu(w) = \mu\sum_i q_D(w_i/\mu)` is the regularizer of :func:`Q` with
+    :math:`\alpha^D` replaced by :math:`\mu`. As :math:`\mu\to\infty` it tends to the
+    :math:`\ell_2` max-margin predictor, as :math:`\mu\to 0` to the :math:`\ell_1` (D = 2) one.
+
+    Solved through its dual, a smooth bound-constrained problem in the multipliers
+    :math:`\lambda\in\mathbb R^N_{\ge 0}` (with :math:`A = \mathrm{diag}(y) X`):
+
+    .. math::
+        \min_{\lambda\ge 0}\ \mu\sum_i H_D\big((A^\top\lambda)_i\big) - \mathbf 1^\top\lambda,
+        \qquad w = \mu\, h_D(A^\top\lambda),
+
+    by projected Newton (Bertsekas 1982) with Armijo backtracking along the projection arc and
+    steps capped at 5 in :math:`A^\top\lambda` (so that small :math:`\mu` is reached in
+    :math:`O(\log(1/\mu))` iterations). :math:`\mu h_2` and :math:`\mu H_2` are evaluated as
+    :math:`e^{\log\mu \pm z}`: no overflow for :math:`\mu` down to :math:`10^{-300}`.
+
+    Args:
+        X: ``(N, d)`` inputs, finite. y: ``(N,)`` labels in {-1, +1}.
+        mu: float > 0 (for D >= 3 keep :math:`\mu\ge 10^{-12}`: the gap :math:`1 - |z|`
+            is not tracked to relative precision here).
+        depth: int D >= 2.
+        tol: KKT tolerance: stop when :math:`\max_n |\min(\lambda_n, g_n)| \le` ``tol`` with
+            :math:`g_n = y_n\langle x_n, w\rangle - 1` (margins :math:`\ge 1 -` ``tol``).
+        max_iter: Newton iterations.
+        return_dual: also return :math:`\lambda`.
+
+    Returns:
+        ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
+
+    Raises:
+        ValueError: labels outside {-1, +1}, ``mu <= 0``, bad shapes, data not linearly
+            separable through the origin (checked with :func:`lib.convex.max_margin`).
+        RuntimeError: no convergence within ``max_iter`` (message gives the KKT residual).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 2.0]]); y = np.array([1.0])
+        >>> np.round(margin_limit(X, y, mu=1e3), 4).tolist()   # ~ l2 max-margin
+        [0.2, 0.4]
+        >>> np.round(margin_limit(X, y, mu=1e-30), 3).tolist()  # ~ l1 max-margin
+        [0.0, 0.5]
+    """
+    from . import convex
+
+    depth = _check_depth(depth)
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.labels("y", y, X.shape[0])
+    mu = _validate.positive("mu", mu)
+    _validate.positive("tol", tol)
+    max_iter = _validate.integer("max_iter", max_iter, minimum=1)
+    convex.max_margin(X, y, p=2)  # raises ValueError if not separable
+    A = np.asarray(y)[:, None] * np.asarray(X)
+    log_mu = np.log(mu)
+    N = A.shape[0]
+    cap = 5.0 if depth == 2 else 0.5
+
+    # lam = s nu with s = 1 / (mu h_D'(0)) for large mu keeps nu of order one; the objective
+    # is divided by s, so its gradient in nu is still g = A w - 1
+    slope0 = 2.0 if depth == 2 else 2.0 * _exponent(depth)
+    s = 1.0 / (mu * slope0) if mu * slope0 > 1.0 else 1.0
+
+    def evaluate(lam):
+        z = s * (A.T @ lam)
+        with np.errstate(over="ignore", invalid="ignore"):
+            w, weight, H = _np_link(z, log_mu, depth)
+        if w is None or not np.isfinite(H):
+            return w, weight, np.inf
+        return w, s * weight, H / s - float(np.sum(lam))
+
+    lam = np.zeros(N)
+    w, weight, f = evaluate(lam)
+    res = np.inf
+    for it in range(max_iter):  # noqa: B007 (it is reported after the loop)
+        g = A @ w - 1.0
+        res = float(np.max(np.abs(np.minimum(lam, g))))
+        if res <= tol:
+            break
+        eps_k = min(1e-9, res)
+        active = (lam <= eps_k) & (g > 0)
+        free = ~active
+        Hm = (A * weight[None, :]) @ A.T
+        # Newton direction d = mag * dn, with the Hessian normalized by its largest diagonal
+        # entry first (for small mu it is ~ mu: 1 / mu would overflow)
+        hmax = float(np.max(np.diag(Hm)))
+        Hn = Hm / hmax
+        dn = np.zeros(N)
+        if np.any(free):
+            Hf = Hn[np.ix_(free, free)]
+            Hf = Hf + 1e-13 * np.eye(Hf.shape[0])
+            dn[free] = -np.linalg.solve(Hf, g[free])
+        dn[active] = -g[active] / np.maximum(np.diag(Hn)[active], 1e-300)
+        size = float(np.max(np.abs(dn)))
+        if not size > 0 or not np.isfinite(size):
+            break
+        dn = dn / size
+        mag = size / hmax
+        dz = s * float(np.max(np.abs(A.T @ dn)))
+        t = min(mag, cap / dz) if dz > 0 else mag
+        d = dn
+        for _ in range(80):
+            lam_new = np.maximum(lam + t * d, 0.0)
+            w_new, weight_new, f_new = evaluate(lam_new)
+            if np.isfinite(f_new) and f_new <= f + 1e-4 * float(g @ (lam_new - lam)):
+                break
+            t *= 0.5
+        else:
+            break  # no decrease at rounding level: stalled
+        lam, w, weight, f = lam_new, w_new, weight_new, f_new
+    g = A @ w - 1.0
+    res = float(np.max(np.abs(np.minimum(lam, g))))
+    if not res <= tol * 1e2 or not np.all(np.isfinite(w)):
+        raise RuntimeError(f"margin_limit: projected Newton did not converge for mu={mu:.3e}, "
+                           f"depth={depth}: KKT residual {res:.3e} after {it + 1} iterations "
+                           f"(tol {tol:.1e})")
+    return (w, s * lam) if return_dual else w
+
+
+def _beta_stable(up, um, depth):
+    """u_+^D - u_-^D = (u_+ - u_-) sum_k u_+^k u_-^(D-1-k): no cancellation when u_+ ~ u_-."""
+    s = sum(up ** k * um ** (depth - 1 - k) for k in range(depth))
+    return (up - um) * s
+
+
+def log_exponential_loss(params, args):
+    r""":math:`\log L` for :math:`L(u) = \frac1N\sum_n \exp(-y_n\langle x_n, w(u)\rangle)`,
+    :math:`w = u_+^D - u_-^D`, as a log-sum-exp (finite however small :math:`L` is).
+
+    ``params = {"w_plus": (d,), "w_minus": (d,)}``, ``args = (A, depth)`` with
+    :math:`A = \mathrm{diag}(y) X` of shape ``(N, d)`` and ``depth`` a Python int. For
+    :func:`lib.flows.gradient_descent` with ``log_domain=True``.
+    """
+    A, depth = args
+    w = _beta_stable(params["w_plus"], params["w_minus"], depth)
+    m = A @ w
+    return jax.scipy.special.logsumexp(-m) - jnp.log(A.shape[0])
+
+
+@functools.lru_cache(maxsize=None)
+def _log_loss_of_depth(depth):
+    """One function object per depth, so that the compiled training loop is reused."""
+    def loss(params, A):
+        return log_exponential_loss(params, (A, depth))
+    return loss
+
+
+class ExponentialRun(NamedTuple):
+    """Exponential-loss training stopped at given training accuracies.
+
+    Attributes:
+        accuracies: ``(K,)`` the requested training accuracies :math:`-\\log\\epsilon`.
+        w: ``(B, K, d)`` predictor :math:`w_+^D - w_-^D` when :math:`L` first reaches
+            :math:`\\epsilon_k` (``(K, d)`` for a scalar ``alpha``).
+        w_hat: same shape: the margin-normalized predictor :math:`w / \\gamma`.
+        margin: ``(B, K)`` margin :math:`\\gamma = \\min_n y_n\\langle x_n, w\\rangle`.
+        log_loss: ``(B, K)`` :math:`\\log L` reached (:math:`\\le \\log\\epsilon_k`).
+        steps: ``(B, K)`` normalized-GD steps taken. times: ``(B, K)`` normalized-flow time
+            :math:`\\sum_k \\eta_k` (the time of :math:`\\dot u = -\\nabla\\log L`).
+    """
+
+    accuracies: np.ndarray
+    w: np.ndarray
+    w_hat: np.ndarray
+    margin: np.ndarray
+    log_loss: np.ndarray
+    steps: np.ndarray
+    times: np.ndarray
+
+
+def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=0.25,
+                          max_ratio=1.3, max_steps=2_000_000):
+    r"""Train the depth-D diagonal network on the exponential loss with normalized gradient
+    descent until :math:`L \le \epsilon` for each :math:`-\log\epsilon` in ``accuracies``.
+
+    Normalized GD (Moroshko et al. 2020, Sec. 5; Nacson et al. 2019) steps along
+    :math:`\nabla L / L = \nabla \log L`; :func:`lib.flows.gradient_descent_sweep` runs it with
+    ``log_domain=True`` on :func:`log_exponential_loss`, so :math:`L = 10^{-300}` and far below
+    (:math:`-\log\epsilon` in the thousands) is reached without underflow. All scales
+    :math:`\alpha` run in one compiled batch from :math:`u_\pm = \alpha\mathbf 1`. The accuracy
+    range is cut into levels with ratio at most ``max_ratio``; on each level the step is
+    ``step`` divided by a bound on the curvature of :math:`\log L`,
+    :math:`D^2 \|u\|_\infty^{2D-2}\max_n\|x_n\|^2 + D(D-1)\|u\|_\infty^{D-2}\max_n\|x_n\|`. A
+    scalar change of step only reparametrizes time, so the path follows the same gradient flow.
+
+    Args:
+        X: ``(N, d)`` inputs; y: ``(N,)`` labels in {-1, +1}; data separable.
+        alpha: float > 0 or 1-D array of scales. depth: int D >= 2.
+        accuracies: increasing training accuracies :math:`-\log\epsilon > 0`.
+        step: step in units of the inverse curvature bound (0 < step <= 0.5).
+        max_ratio: largest ratio between consecutive levels (> 1).
+        max_steps: steps allowed per level.
+
+    Returns:
+        An :class:`ExponentialRun`.
+
+    Raises:
+        ValueError: bad arguments. RuntimeError: a level was not reached within
+        ``max_steps`` (message gives the loss reached).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 2.0], [2.0, 0.5]]); y = np.array([1.0, 1.0])
+        >>> run = exponential_loss_path(X, y, 1.0, accuracies=[700.0, 2000.0])
+        >>> bool(run.log_loss[-1] <= -2000.0)   # L < 1e-868
+        True
+    """
+    depth = _check_depth(depth)
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.labels("y", y, X.shape[0])
+    alphas = _check_alpha(alpha)
+    scalar = alphas.ndim == 0
+    alphas = np.atleast_1d(alphas)
+    acc = np.asarray(accuracies, dtype=np.float64)
+    if acc.ndim != 1 or acc.size == 0 or not np.all(np.isfinite(acc)) or np.any(acc <= 0) \
+            or np.any(np.diff(acc) <= 0):
+        raise ValueError("accuracies must be a non-empty increasing 1-D array of numbers > 0")
+    step = _validate.positive("step", step)
+    if step > 0.5:
+        raise ValueError(f"step must be in (0, 0.5], got {step}")
+    if _validate.positive("max_ratio", max_ratio) <= 1:
+        raise ValueError(f"max_ratio must be > 1, got {max_ratio}")
+    max_steps = _validate.integer("max_steps", max_steps, minimum=1)
+    A = jnp.asarray(y)[:, None] * X
+    xmax = float(jnp.max(jnp.linalg.norm(X, axis=1)))
+    # levels: start at -log L(0) = 0 < the first accuracy, refine geometrically
+    levels = []
+    lo = min(acc[0], 1.0) / max_ratio
+    for a in acc:
+        n = max(int(np.ceil(np.log(a / lo) / np.log(max_ratio))), 1)
+        levels.extend(list(np.geomspace(lo, a, n + 1)[1:]))
+        lo = a
+    levels = np.asarray(levels)
+    B, d = alphas.shape[0], X.shape[1]
+    params = {"w_plus": jnp.asarray(np.repeat(alphas[:, None], d, 1)),
+              "w_minus": jnp.asarray(np.repeat(alphas[:, None], d, 1))}
+    loss = _log_loss_of_depth(depth)
+    A_batch = jnp.broadcast_to(A, (B,) + A.shape)
+    steps_total, time_total = np.zeros(B, dtype=np.int64), np.zeros(B)
+    out = {k: [] for k in ("w", "log_loss", "steps", "times")}
+    for level in levels:
+        umax = np.maximum(np.max(np.abs(np.asarray(params["w_plus"])), 1),
+                          np.max(np.abs(np.asarray(params["w_minus"])), 1))
+        curv = depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
+            + depth * (depth - 1) * umax ** (depth - 2) * xmax
+        eta = step / curv
+        traj = flows.gradient_descent_sweep(
+            loss, params, step_size=eta, num_steps=max_steps,
+            snapshots=np.array([max_steps]), target=-float(level), normalized=True,
+            log_domain=True, loss_args=A_batch, progress=False)
+        if not np.all(traj.converged):
+            k = int(np.flatnonzero(~np.asarray(traj.converged))[0])
+            raise RuntimeError(
+                f"exponential_loss_path: log L = {float(traj.losses[k, -1]):.4g} still above "
+                f"-{level:.4g} after {max_steps} steps (alpha={alphas[k]}, depth={depth})")
+        params = traj.final
+        steps_total = steps_total + np.asarray(traj.num_steps)
+        time_total = time_total + np.asarray(traj.num_steps) * eta
+        if np.any(np.isclose(level, acc, rtol=1e-12)):
+            out["w"].append(np.asarray(_beta_stable(params["w_plus"], params["w_minus"],
+                                                    depth)))
+            out["log_loss"].append(np.asarray(traj.losses[:, -1]))
+            out["steps"].append(steps_total.copy())
+            out["times"].append(time_total.copy())
+    w = np.stack(out["w"], 1)
+    margin = np.min(np.einsum("nd,bkd->bkn", np.asarray(A), w), axis=-1)
+    res = ExponentialRun(acc, w, w / margin[..., None], margin, np.stack(out["log_loss"], 1),
+                         np.stack(out["steps"], 1), np.stack(out["times"], 1))
+    if scalar:
+        res = ExponentialRun(acc, *(np.asarray(f)[0] for f in res[1:]))
+    return res
