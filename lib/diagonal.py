@@ -862,7 +862,9 @@ def _np_link(z, log_mu, depth):
     series = sum(2.0 * ck * zs ** k for k, ck in _series_coeffs(depth))
     w = mu * np.where(near, series, a ** (-p) - b ** (-p))
     weight = mu * p * (a ** (-p - 1.0) + b ** (-p - 1.0))
-    H = mu * c * (np.expm1(-q * np.log1p(-z)) + np.expm1(-q * np.log1p(z)))
+    H = mu * np.where(near, sum(2.0 * ck / (k + 1) * zs ** (k + 1)
+                                for k, ck in _series_coeffs(depth)),
+                      c * (np.expm1(-q * np.log1p(-z)) + np.expm1(-q * np.log1p(z))))
     return w, weight, float(np.sum(H))
 
 
