@@ -906,7 +906,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
 
     Raises:
         ValueError: labels outside {-1, +1}, ``mu <= 0``, bad shapes, data not linearly
-            separable through the origin (checked with :func:`lib.convex.max_margin`).
+            separable through the origin (checked with :func:`lib.convex.max_margin` when
+            no KKT point is found: a KKT point itself certifies separability).
         RuntimeError: no convergence within ``max_iter`` (message gives the KKT residual).
 
     Example:
@@ -925,7 +926,6 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     mu = _validate.positive("mu", mu)
     _validate.positive("tol", tol)
     max_iter = _validate.integer("max_iter", max_iter, minimum=1)
-    convex.max_margin(X, y, p=2)  # raises ValueError if not separable
     A = np.asarray(y)[:, None] * np.asarray(X)
     log_mu = np.log(mu)
     N = A.shape[0]
@@ -971,8 +971,12 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
             break
         dn = dn / size
         mag = size / hmax
-        dz = s * float(np.max(np.abs(A.T @ dn)))
+        dzv = s * (A.T @ dn)
+        dz = float(np.max(np.abs(dzv)))
         t = min(mag, cap / dz) if dz > 0 else mag
+        if depth > 2:  # fraction to the boundary |z| = 1: at most halve each gap 1 - |z|
+            gaps = 1.0 - np.abs(s * (A.T @ lam))
+            t = min(t, 0.5 * float(np.min(gaps / np.maximum(np.abs(dzv), 1e-300))))
         d = dn
         for _ in range(80):
             lam_new = np.maximum(lam + t * d, 0.0)
@@ -986,6 +990,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     g = A @ w - 1.0
     res = float(np.max(np.abs(np.minimum(lam, g))))
     if not res <= tol * 1e2 or not np.all(np.isfinite(w)):
+        # KKT points certify separability (margins >= 1 - tol); without one, find out why
+        convex.max_margin(X, y, p=2)  # raises ValueError if the data are not separable
         raise RuntimeError(f"margin_limit: projected Newton did not converge for mu={mu:.3e}, "
                            f"depth={depth}: KKT residual {res:.3e} after {it + 1} iterations "
                            f"(tol {tol:.1e})")
