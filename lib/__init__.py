@@ -10,6 +10,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.kernels`: kernel regression, RKHS norms and distances between kernels.
 * :mod:`lib.lazy`: training a scaled model and measuring how lazy the run was.
 * :mod:`lib.margins`: smoothed and F1 margins, kernel/simplex/F1 max-margin references.
+* :mod:`lib.diagonal`: diagonal linear networks, their implicit bias Q and its exact limits.
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
 * :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
@@ -24,6 +25,7 @@ from . import (  # noqa: E402
     checks,
     claims,
     convex,
+    diagonal,
     flows,
     kernels,
     lazy,
@@ -34,6 +36,13 @@ from . import (  # noqa: E402
 )
 from .checks import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
+from .diagonal import (  # noqa: E402
+    Q,
+    exponential_loss_path,
+    gradient_flow_path,
+    implicit_bias_limit,
+    margin_limit,
+)
 from .flows import (  # noqa: E402
     DivergenceError,
     Trajectory,
@@ -64,6 +73,12 @@ from .ntk import empirical_ntk, linearize, relu_ntk  # noqa: E402
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
 
 __all__ = [
+    "diagonal",
+    "Q",
+    "exponential_loss_path",
+    "gradient_flow_path",
+    "implicit_bias_limit",
+    "margin_limit",
     "DivergenceError",
     "Trajectory",
     "check",

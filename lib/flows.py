@@ -385,6 +385,29 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
                 loss_args, progress, on_divergence, batched=True, args_axes=loss_args_axes)
 
 
+@functools.lru_cache(maxsize=64)
+def _flow_functions(loss):
+    """The loss value and the vector field -grad L, built once per loss function so that
+    repeated calls with the same ``loss`` reuse diffrax's compiled solve (a new closure per call
+    would recompile every time)."""
+
+    def value(y, args):
+        return loss(y) if args is None else loss(y, args)
+
+    def field(t, y, args):
+        g = jax.grad(value)(y, args)
+        return jax.tree_util.tree_map(jnp.negative, g)
+
+    return value, field
+
+
+@functools.lru_cache(maxsize=64)
+def _target_event(loss, target, rtol, atol):
+    value, _ = _flow_functions(loss)
+    return diffrax.Event(lambda t, y, args, **kw: value(y, args) - target,
+                         root_finder=optx.Newton(rtol=rtol, atol=atol))
+
+
 def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10,
                   atol: float = 1e-12, loss_args: PyTree = None, target: float | None = None,
                   max_steps: int = 1_000_000, stiff: bool = False) -> Trajectory:
@@ -433,17 +456,10 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
     if not bool(_all_finite(params0)):
         raise ValueError("params0 contains non-finite values")
 
-    def value(y, args):
-        return loss(y) if args is None else loss(y, args)
-
-    def field(t, y, args):
-        g = jax.grad(value)(y, args)
-        return jax.tree_util.tree_map(jnp.negative, g)
-
+    value, field = _flow_functions(loss)
     event = None
     if target is not None:  # a continuous event located by Newton's method: stop at L = target
-        event = diffrax.Event(lambda t, y, args, **kw: value(y, args) - target,
-                              root_finder=optx.Newton(rtol=rtol, atol=atol))
+        event = _target_event(loss, float(target), float(rtol), float(atol))
     solver = diffrax.Kvaerno5() if stiff else diffrax.Tsit5()
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(field), solver, t0=0.0, t1=float(times[-1]), dt0=None, y0=params0,

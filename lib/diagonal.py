@@ -1,0 +1,1152 @@
+r"""Diagonal linear networks: the implicit bias of gradient flow, computed exactly.
+
+The depth-:math:`D` diagonal linear network of Woodworth et al. (2020, Sec. 4-5) predicts with
+
+.. math::
+    f(w, x) = \langle \beta(w), x\rangle, \qquad \beta(w) = w_+^D - w_-^D
+
+(elementwise powers), is trained by gradient flow on the square loss
+:math:`L(w) = \sum_n (\langle \beta(w), x_n\rangle - y_n)^2` and starts *unbiased* at
+:math:`w_+(0) = w_-(0) = \alpha \mathbf 1`, so that :math:`\beta(0) = 0` for every scale
+:math:`\alpha`. Along the flow, :math:`\beta(t) = \alpha^D h_D(X^\top \nu(t))` for some
+:math:`\nu(t) \in \mathbb R^N`, with the link function
+
+.. math::
+    h_2(z) = 2\sinh z, \qquad
+    h_D(z) = (1 - z)^{-D/(D-2)} - (1 + z)^{-D/(D-2)} \quad (D \ge 3,\ |z| < 1).
+
+If the flow reaches zero loss, its limit is therefore the solution of the convex program
+
+.. math::
+    \min_\beta Q^D_\alpha(\beta) = \alpha^D \sum_i q_D(\beta_i / \alpha^D)
+    \quad\text{s.t.}\quad X\beta = y, \qquad q_D(u) = \int_0^u h_D^{-1}(v)\,dv
+
+(Woodworth et al. 2020, Theorem 1 for :math:`D = 2`, Theorem 3 for :math:`D \ge 3`), whose
+dual is the smooth, strictly convex, unconstrained problem
+
+.. math::
+    \min_\nu\ \Phi(\nu) = \alpha^D \sum_i H_D\big((X^\top\nu)_i\big) - y^\top \nu,
+    \qquad H_D' = h_D,\ H_D(0) = 0,
+
+with :math:`\beta = \alpha^D h_D(X^\top \nu)` at the optimum.
+
+Public functions:
+
+* :func:`Q`: the regularizer :math:`Q^D_\alpha`.
+* :func:`implicit_bias_limit`: the limit of the flow, by Newton's method on the dual, for one
+  :math:`\alpha` or a whole grid in one compiled call.
+* :func:`gradient_flow_path` / :func:`gradient_descent_path`: simulate the model itself
+  (through :mod:`lib.flows`) and return the trajectory of :math:`\beta`.
+
+The scalar functions :func:`h_D`, :func:`H_D`, :func:`h_D_inverse`, :func:`q_D` and
+:func:`dual_objective` are the building blocks of both the regression limit here and the
+classification limit (:math:`\arg\min Q^D_\mu` s.t. margins :math:`\ge 1`, Moroshko et al. 2020).
+
+Numerics. The solver never forms :math:`\cosh` of a large argument or :math:`1 - z` near the
+boundary :math:`|z| = 1`. It keeps, per coordinate, two *gaps* :math:`a = 1 - z` and
+:math:`b = 1 + z` (for :math:`D = 2`: :math:`a = -z`, :math:`b = z`) as separate state, updated
+by the Newton increments, so that :math:`w_\pm^D = \alpha^D a^{-D/(D-2)}` keeps its relative
+precision even when the gap is :math:`10^{-15}` (small :math:`\alpha`, large :math:`D`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate, flows
+
+__all__ = [
+    "DiagonalRun",
+    "H_D",
+    "Q",
+    "beta_of",
+    "dual_objective",
+    "gradient_descent_path",
+    "gradient_flow_path",
+    "h_D",
+    "h_D_inverse",
+    "implicit_bias_limit",
+    "init_diagonal",
+    "q_D",
+    "square_loss",
+]
+
+_SERIES_Z = 0.05  # below this |z| the D >= 3 functions use their Taylor series
+_SERIES_TERMS = 10
+
+
+# ----------------------------------------------------------------------------------------------
+# Scalar building blocks
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_depth(depth):
+    return _validate.integer("depth", depth, minimum=2)
+
+
+def _exponent(depth):
+    """p = D / (D - 2), the exponent of the gaps for D >= 3."""
+    return depth / (depth - 2.0)
+
+
+def _series_coeffs(depth):
+    """Coefficients c_k = (p)_k / k! of (1 - z)^(-p) = sum_k c_k z^k for odd k < 2 K."""
+    p = _exponent(depth)
+    coeffs, c = [], 1.0
+    for k in range(1, 2 * _SERIES_TERMS):
+        c *= (p + k - 1) / k
+        if k % 2 == 1:
+            coeffs.append((k, c))
+    return coeffs
+
+
+def h_D(z, depth=2):
+    r"""The link function :math:`h_D` with :math:`\beta = \alpha^D h_D(X^\top \nu)`.
+
+    .. math::
+        h_2(z) = 2\sinh z, \qquad h_D(z) = (1-z)^{-D/(D-2)} - (1+z)^{-D/(D-2)}\ (D \ge 3)
+
+    (Woodworth et al. 2020, Theorem 1 and Theorem 3). It is odd and increasing, with
+    :math:`h_2'(0) = 2` and :math:`h_D'(0) = 2D/(D-2)` for :math:`D \ge 3`; near 0 the
+    :math:`D \ge 3` form is evaluated by its Taylor series (no cancellation).
+
+    Args:
+        z: float array, any shape; for :math:`D \ge 3` entries must satisfy :math:`|z| < 1`
+            (outside, the result is NaN: this is a low-level helper, not validated).
+        depth: int :math:`D \ge 2`.
+
+    Returns:
+        Array of the shape of ``z``.
+
+    Example:
+        >>> float(h_D(0.5, depth=3))  # 0.5^-3 - 1.5^-3
+        7.703703703703703
+    """
+    depth = _check_depth(depth)
+    z = jnp.asarray(z, dtype=jnp.float64)
+    if depth == 2:
+        return 2.0 * jnp.sinh(z)
+    p = _exponent(depth)
+    direct = (1.0 - z) ** (-p) - (1.0 + z) ** (-p)
+    series = sum(2.0 * c * z ** k for k, c in _series_coeffs(depth))
+    return jnp.where(jnp.abs(z) < _SERIES_Z, series, direct)
+
+
+def H_D(z, depth=2):
+    r"""The antiderivative :math:`H_D` of :math:`h_D` with :math:`H_D(0) = 0`.
+
+    .. math::
+        H_2(z) = 2\cosh z - 2 = 4\sinh^2(z/2), \qquad
+        H_D(z) = \tfrac{D-2}{2}\Big[(1-z)^{-2/(D-2)} + (1+z)^{-2/(D-2)} - 2\Big]\ (D \ge 3).
+
+    It is even and strictly convex; :math:`\alpha^D \sum_i H_D((X^\top\nu)_i) - y^\top\nu` is the
+    dual of :math:`\min Q^D_\alpha` s.t. :math:`X\beta = y`, and :math:`q_D` is its convex
+    conjugate, :math:`q_D(u) = u z - H_D(z)` at :math:`z = h_D^{-1}(u)`. Near 0 a Taylor
+    series avoids cancellation; for :math:`D \ge 3`, :math:`H_D \to \infty` as :math:`|z| \to 1`
+    (a barrier: the dual domain is :math:`\|X^\top \nu\|_\infty < 1`).
+
+    Args:
+        z: float array, any shape (:math:`|z| < 1` for :math:`D \ge 3`).
+        depth: int :math:`D \ge 2`.
+
+    Returns:
+        Array of the shape of ``z``.
+
+    Example:
+        >>> round(float(H_D(1.0, depth=2)), 12)  # 2 cosh 1 - 2
+        1.086161269631
+    """
+    depth = _check_depth(depth)
+    z = jnp.asarray(z, dtype=jnp.float64)
+    if depth == 2:
+        return 4.0 * jnp.sinh(z / 2.0) ** 2
+    q = 2.0 / (depth - 2.0)
+    c = (depth - 2.0) / 2.0
+    direct = c * (jnp.expm1(-q * jnp.log1p(-z)) + jnp.expm1(-q * jnp.log1p(z)))
+    series = sum(2.0 * ck / (k + 1) * z ** (k + 1) for k, ck in _series_coeffs(depth))
+    return jnp.where(jnp.abs(z) < _SERIES_Z, series, direct)
+
+
+def _gap_of(u, depth, iters=80):
+    """For D >= 3 and u >= 0: the gap g = 1 - z in (0, 1] with h_D(1 - g) = u.
+
+    Safeguarded Newton in log g on the bracket [(u+1)^(-1/p), min(1, u^(-1/p))], which holds
+    because g^-p - 1 <= h_D(1 - g) <= g^-p.
+    """
+    p = _exponent(depth)
+    lo = (u + 1.0) ** (-1.0 / p)
+    hi = jnp.minimum(1.0, jnp.where(u > 0, u, 1.0) ** (-1.0 / p))
+
+    def F(g):  # h_D(1 - g) - u, decreasing in g
+        return g ** (-p) - (2.0 - g) ** (-p) - u
+
+    def body(_, state):
+        lo, hi, g = state
+        f = F(g)
+        lo = jnp.where(f > 0, g, lo)
+        hi = jnp.where(f > 0, hi, g)
+        dfdlog = -p * g ** (-p) - p * g * (2.0 - g) ** (-p - 1.0)  # dF / d log g
+        g_new = g * jnp.exp(-f / dfdlog)
+        inside = (g_new > lo) & (g_new < hi)
+        g_new = jnp.where(inside, g_new, jnp.sqrt(lo * hi))
+        return lo, hi, g_new
+
+    _, _, g = jax.lax.fori_loop(0, iters, body, (lo, hi, jnp.sqrt(lo * hi)))
+    return g
+
+
+def _z_small(u, depth, iters=60):
+    """For D >= 3 and 0 <= u <= h_D(0.5): z in [0, 0.5] with h_D(z) = u (safeguarded Newton)."""
+
+    def body(_, state):
+        lo, hi, z = state
+        f = h_D(z, depth) - u
+        lo = jnp.where(f < 0, z, lo)
+        hi = jnp.where(f < 0, hi, z)
+        p = _exponent(depth)
+        df = p * ((1.0 - z) ** (-p - 1.0) + (1.0 + z) ** (-p - 1.0))
+        z_new = z - f / df
+        inside = (z_new >= lo) & (z_new <= hi)
+        z_new = jnp.where(inside, z_new, 0.5 * (lo + hi))
+        return lo, hi, z_new
+
+    z0 = u / (2.0 * _exponent(depth))
+    _, _, z = jax.lax.fori_loop(0, iters, body, (jnp.zeros_like(u), jnp.full_like(u, 0.5),
+                                                 jnp.minimum(z0, 0.5)))
+    return z
+
+
+def h_D_inverse(u, depth=2):
+    r"""The inverse link :math:`h_D^{-1} = q_D'`, an odd increasing map onto
+    :math:`\mathbb R` (:math:`D = 2`) or :math:`(-1, 1)` (:math:`D \ge 3`).
+
+    :math:`h_2^{-1}(u) = \operatorname{arcsinh}(u/2)`; for :math:`D \ge 3` it has no closed form
+    and is computed to machine precision by safeguarded Newton iterations (in :math:`\log(1-|z|)`
+    when :math:`|z| > 1/2`). Use :func:`_gap_of` when :math:`1 - |z|` itself is needed to full
+    relative precision.
+
+    Args:
+        u: float array, any shape, finite.
+        depth: int :math:`D \ge 2`.
+
+    Returns:
+        Array ``z`` of the shape of ``u`` with :math:`h_D(z) = u`.
+
+    Example:
+        >>> round(float(h_D_inverse(h_D(0.9, depth=4), depth=4)), 12)
+        0.9
+    """
+    depth = _check_depth(depth)
+    u = jnp.asarray(u, dtype=jnp.float64)
+    if depth == 2:
+        return jnp.arcsinh(u / 2.0)
+    a = jnp.abs(u)
+    u_half = float(h_D(0.5, depth))
+    small = _z_small(jnp.minimum(a, u_half), depth)
+    large = 1.0 - _gap_of(jnp.maximum(a, u_half), depth)
+    return jnp.sign(u) * jnp.where(a <= u_half, small, large)
+
+
+def q_D(u, depth=2):
+    r"""The potential :math:`q_D(u) = \int_0^u h_D^{-1}(v)\,dv` of :math:`Q^D_\alpha`.
+
+    .. math::
+        q_2(u) = 2 - \sqrt{4 + u^2} + u \operatorname{arcsinh}(u/2), \qquad
+        q_D(u) = u z - H_D(z),\ z = h_D^{-1}(u)\ (D \ge 3)
+
+    (Woodworth et al. 2020, Theorem 1 and Theorem 3; the second form is the Legendre transform
+    of :math:`H_D`). It is even, convex, :math:`q_D(u) \approx u^2 / (2 h_D'(0))` for small
+    :math:`u` and :math:`q_D(u) \approx |u|` up to lower-order terms for large :math:`|u|`: the
+    :math:`\ell_2` and :math:`\ell_1` behaviours.
+
+    Args:
+        u: float array, any shape, finite.
+        depth: int :math:`D \ge 2`.
+
+    Returns:
+        Array of the shape of ``u``, :math:`\ge 0`.
+
+    Example:
+        >>> round(float(q_D(2.0, depth=2)), 12)  # 2 - sqrt(8) + 2 arcsinh(1)
+        0.934216398903
+    """
+    depth = _check_depth(depth)
+    u = jnp.asarray(u, dtype=jnp.float64)
+    if depth == 2:
+        a = jnp.abs(u)
+        # 2 - sqrt(4 + u^2) = -u^2 / (2 + sqrt(4 + u^2)): no cancellation for small u
+        return a * jnp.arcsinh(a / 2.0) - a ** 2 / (2.0 + jnp.sqrt(4.0 + a ** 2))
+    a = jnp.abs(u)
+    p = _exponent(depth)
+    qq = 2.0 / (depth - 2.0)
+    c = (depth - 2.0) / 2.0
+    z = jnp.abs(h_D_inverse(a, depth))
+    # small z: series of u z - H(z) = sum 2 c_k k / (k + 1) z^(k+1), no cancellation
+    series = sum(2.0 * ck * k / (k + 1) * z ** (k + 1) for k, ck in _series_coeffs(depth))
+    # large z: in terms of the gap g = 1 - z, H = c (g^-q + (2 - g)^-q - 2)
+    g = _gap_of(jnp.maximum(a, float(h_D(_SERIES_Z, depth))), depth)
+    direct = a * (1.0 - g) - c * (g ** (-qq) + (2.0 - g) ** (-qq) - 2.0)
+    del p
+    return jnp.where(z < _SERIES_Z, series, direct)
+
+
+# ----------------------------------------------------------------------------------------------
+# Q and the dual
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_alpha(alpha):
+    arr = np.asarray(alpha, dtype=np.float64) if not isinstance(alpha, bool) else None
+    if arr is None or arr.ndim > 1 or arr.size == 0:
+        raise ValueError(f"alpha must be a positive number or a 1-D array of them, got {alpha!r}")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"alpha must be finite and > 0, got {alpha!r}")
+    return arr
+
+
+def Q(beta, alpha, depth=2):
+    r"""The implicit regularizer :math:`Q^D_\alpha(\beta) = \alpha^D \sum_i q_D(\beta_i/\alpha^D)`.
+
+    Gradient flow on the depth-:math:`D` diagonal network from scale :math:`\alpha` converges to
+    :math:`\arg\min Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020, Theorems 1
+    and 3). :math:`Q^D_\alpha(\beta) / (\alpha^D \log(1/\alpha^D)) \to \|\beta\|_1` (up to the
+    normalisation) as :math:`\alpha \to 0` and :math:`Q^D_\alpha(\beta)\,\alpha^D \to
+    \|\beta\|_2^2 / (2 h_D'(0))` as :math:`\alpha \to \infty`.
+
+    Args:
+        beta: ``(d,)`` finite float vector.
+        alpha: initialization scale, a float > 0.
+        depth: int :math:`D \ge 2`.
+
+    Returns:
+        A float64 scalar :math:`\ge 0`.
+
+    Raises:
+        ValueError: ``beta`` not a finite vector, ``alpha <= 0`` or not finite, ``depth < 2``.
+
+    Example:
+        >>> round(float(Q([2.0, 0.0], alpha=1.0)), 12)  # q(2) + q(0)
+        0.934216398903
+    """
+    depth = _check_depth(depth)
+    beta = _validate.as_array("beta", beta, ndim=1)
+    alpha = _validate.positive("alpha", alpha)
+    scale = alpha ** depth
+    if not np.isfinite(scale) or scale == 0:
+        raise ValueError(f"alpha**depth = {scale} is outside float64 range")
+    return scale * jnp.sum(q_D(beta / scale, depth))
+
+
+def dual_objective(nu, X, y, alpha, depth=2):
+    r"""The dual objective :math:`\Phi(\nu) = \alpha^D \sum_i H_D((X^\top\nu)_i) - y^\top\nu`.
+
+    Its minimiser :math:`\nu^*` gives the implicit-bias limit
+    :math:`\beta = \alpha^D h_D(X^\top\nu^*)` (the optimality condition :math:`\nabla\Phi =
+    X\beta - y = 0`). For :math:`D \ge 3` it is :math:`+\infty` outside
+    :math:`\|X^\top\nu\|_\infty < 1`. Straightforward evaluation, for reading and checking; the
+    solver uses a gap parametrization instead.
+
+    Args:
+        nu: ``(N,)`` float vector.
+        X: ``(N, d)`` design matrix. y: ``(N,)`` targets.
+        alpha: float > 0. depth: int >= 2.
+
+    Returns:
+        A float64 scalar (``inf`` outside the domain).
+
+    Example:
+        >>> import numpy as np
+        >>> float(dual_objective(np.zeros(1), np.ones((1, 2)), np.ones(1), 1.0))
+        0.0
+    """
+    depth = _check_depth(depth)
+    z = jnp.asarray(X).T @ jnp.asarray(nu)
+    H = H_D(z, depth)
+    if depth > 2:
+        H = jnp.where(jnp.abs(z) < 1, H, jnp.inf)
+    return alpha ** depth * jnp.sum(H) - jnp.dot(jnp.asarray(y), jnp.asarray(nu))
+
+
+def _link(z, a, b, log_scale, depth):
+    """beta = alpha^D h_D(z) and the dual Hessian weights alpha^D h_D'(z), per coordinate.
+
+    ``a`` and ``b`` are the gaps 1 - z and 1 + z (for D = 2: -z and z) kept as separate state:
+    far from 0, beta is computed from them (full relative precision near the boundary, no
+    overflow); near 0 from ``z`` itself with the odd series (no cancellation for large alpha).
+    """
+    scale = jnp.exp(log_scale)
+    if depth == 2:
+        va, vb = jnp.exp(log_scale - a), jnp.exp(log_scale - b)
+        far = va - vb
+        near = 2.0 * scale * jnp.sinh(jnp.clip(z, -1.0, 1.0))
+        return jnp.where(jnp.abs(z) < 1.0, near, far), va + vb
+    p = _exponent(depth)
+    va, vb = jnp.exp(log_scale - p * jnp.log(a)), jnp.exp(log_scale - p * jnp.log(b))
+    zc = jnp.clip(z, -_SERIES_Z, _SERIES_Z)
+    near = scale * sum(2.0 * c * zc ** k for k, c in _series_coeffs(depth))
+    beta = jnp.where(jnp.abs(z) < _SERIES_Z, near, va - vb)
+    return beta, p * (va / a + vb / b)
+
+
+def _dpsi(a, e, log_scale, depth):
+    """alpha^D [Psi(a + e) - Psi(a)] for one branch (Psi(a) = e^-a, or (D-2)/2 a^(-2/(D-2))),
+    without cancellation; +inf where a + e leaves the domain."""
+    if depth == 2:
+        out = jnp.exp(log_scale - a) * jnp.expm1(-e)
+        return jnp.where(jnp.isnan(out), jnp.inf, out)
+    q = 2.0 / (depth - 2.0)
+    ratio = e / a
+    base = (depth - 2.0) / 2.0 * jnp.exp(log_scale - q * jnp.log(a))
+    out = base * jnp.expm1(-q * jnp.log1p(jnp.maximum(ratio, -1.0 + 1e-16)))
+    out = jnp.where(ratio <= -1.0, jnp.inf, out)
+    return jnp.where(jnp.isnan(out), jnp.inf, out)
+
+
+class _Newton(NamedTuple):
+    nu: jax.Array
+    z: jax.Array
+    a: jax.Array
+    b: jax.Array
+    it: jax.Array
+    res: jax.Array
+    stalled: jax.Array
+
+
+def _newton(X, y, log_scale, nu0, depth, tol, max_iter):
+    """Damped Newton on the dual for one alpha; z and the gaps (a, b) are updated by the same
+    increments. Globalized by Armijo backtracking on the dual objective while its decrease is
+    above rounding, then on the residual norm (the Newton step is a descent direction of
+    ||X beta - y||^2 as well)."""
+    ynorm = jnp.linalg.norm(y)
+    z0 = X.T @ nu0
+    a0, b0 = (-z0, z0) if depth == 2 else (1.0 - z0, 1.0 + z0)
+
+    def residual(z, a, b):
+        return X @ _link(z, a, b, log_scale, depth)[0] - y
+
+    def cond(s):  # aim three digits below the tolerance; stop early if Newton stalls
+        return (s.res > 1e-3 * tol * ynorm) & (s.it < max_iter) & ~s.stalled
+
+    def body(s):
+        beta, w = _link(s.z, s.a, s.b, log_scale, depth)
+        r = X @ beta - y
+        Hm = (X * w[None, :]) @ X.T  # Hessian of the dual: X diag(alpha^D h_D'(z)) X^T
+        dscale = jnp.sqrt(jnp.diag(Hm))
+        Hs = Hm / dscale[:, None] / dscale[None, :]
+        # In the sparse (degenerate) rich regime the Hessian's condition number exceeds 1e16:
+        # fall back to a tiny ridge only where the plain Cholesky factorization breaks down.
+        plain = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(Hs, lower=True),
+                                           r / dscale)
+        ridge = jax.scipy.linalg.cho_solve(
+            jax.scipy.linalg.cho_factor(Hs + 1e-13 * jnp.eye(Hm.shape[0]), lower=True),
+            r / dscale)
+        step = -jnp.where(jnp.all(jnp.isfinite(plain)), plain, ridge) / dscale
+        delta = X.T @ step  # z moves by t * delta
+        slope = jnp.dot(r, step)  # directional derivative of the dual, < 0
+        if depth == 2:  # a trust region in z: at most 10 per step (exp(10) ~ 2e4)
+            t0 = jnp.minimum(1.0, 10.0 / jnp.max(jnp.abs(delta)))
+        else:  # stay inside |z| < 1
+            lim_a = jnp.where(delta > 0, s.a / jnp.where(delta > 0, delta, 1.0), jnp.inf)
+            lim_b = jnp.where(delta < 0, s.b / jnp.where(delta < 0, -delta, 1.0), jnp.inf)
+            t0 = jnp.minimum(1.0, 0.95 * jnp.minimum(jnp.min(lim_a), jnp.min(lim_b)))
+        lin = jnp.sum(jnp.abs(beta * delta)) + jnp.abs(jnp.dot(y, step))
+        use_phi = -slope > 1e-10 * lin
+        rnorm = jnp.linalg.norm(r)
+
+        def rejected(t):
+            change = (jnp.sum(_dpsi(s.a, -t * delta, log_scale, depth))
+                      + jnp.sum(_dpsi(s.b, t * delta, log_scale, depth)) - t * jnp.dot(y, step))
+            res_t = jnp.linalg.norm(residual(s.z + t * delta, s.a - t * delta, s.b + t * delta))
+            return jnp.where(use_phi, ~(change <= 1e-4 * t * slope),
+                             ~(res_t <= (1.0 - 1e-4 * t) * rnorm))
+
+        t, k = jax.lax.while_loop(lambda c: rejected(c[0]) & (c[1] < 60),
+                                  lambda c: (0.5 * c[0], c[1] + 1), (t0, 0))
+        stalled = k >= 60
+        t = jnp.where(stalled, 0.0, t)
+        z, a, b = s.z + t * delta, s.a - t * delta, s.b + t * delta
+        res = jnp.linalg.norm(residual(z, a, b))
+        return _Newton(s.nu + t * step, z, a, b, s.it + 1, res, stalled)
+
+    res0 = jnp.linalg.norm(residual(z0, a0, b0))
+    s = jax.lax.while_loop(cond, body, _Newton(nu0, z0, a0, b0, jnp.array(0), res0,
+                                               jnp.array(False)))
+    return _link(s.z, s.a, s.b, log_scale, depth)[0], s
+
+
+@functools.partial(jax.jit, static_argnames=("depth", "max_iter"))
+def _solve_grid(X, y, log_scales, depth, tol, max_iter):
+    """Solve for each log(alpha^D) in the order given, warm-starting from the previous nu."""
+
+    def step(nu, log_scale):
+        beta, s = _newton(X, y, log_scale, nu, depth, tol, max_iter)
+        return s.nu, (beta, s.res, s.it, s.nu)
+
+    nu0 = jnp.zeros(X.shape[0])
+    _, (betas, res, its, nus) = jax.lax.scan(step, nu0, log_scales)
+    return betas, res, its, nus
+
+
+class _Info(NamedTuple):
+    residual: np.ndarray
+    iterations: np.ndarray
+    nu: np.ndarray
+
+
+def _check_system(X, y):
+    X = _validate.as_array("X", X, ndim=2)
+    N, d = X.shape
+    y = _validate.as_array("y", y, shape=(N,))
+    if N < 1 or N >= d:
+        raise ValueError(f"X must have fewer rows than columns (N < d), got shape {X.shape}")
+    s = np.linalg.svd(np.asarray(X), compute_uv=False)
+    if s[-1] <= 1e-12 * s[0]:
+        resid = np.linalg.norm(X @ np.linalg.lstsq(np.asarray(X), np.asarray(y), rcond=None)[0]
+                               - y)
+        what = ("X beta = y is inconsistent" if resid > 1e-8 * max(1.0, float(np.linalg.norm(y)))
+                else "X is rank deficient")
+        raise ValueError(f"X must have full row rank: {what} (singular values "
+                         f"{s[0]:.3e} ... {s[-1]:.3e}, least-squares residual {resid:.3e})")
+    if not np.any(np.asarray(y)):
+        raise ValueError("y must not be identically zero (the limit is then beta = 0 trivially)")
+    return X, y
+
+
+def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-10, max_iter=100, return_info=False):
+    r"""The limit :math:`\beta^\infty_{\alpha,D}` of gradient flow on a diagonal linear network.
+
+    Solves :math:`\min_\beta Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020,
+    Theorem 1 for :math:`D = 2`, Theorem 3 for :math:`D \ge 3`) by damped Newton's method on
+    the dual :math:`\Phi(\nu) = \alpha^D\sum_i H_D((X^\top\nu)_i) - y^\top\nu`, returning
+    :math:`\beta = \alpha^D h_D(X^\top\nu^*)`. The flow is *not* simulated.
+
+    A grid of scales is solved in one compiled call, from the largest :math:`\alpha` (where the
+    solution is nearly the min-:math:`\ell_2` one and Newton starts at :math:`\nu = 0`) down,
+    each solve warm-started from the previous one. Numerics: the per-coordinate gaps
+    :math:`1 \mp z` are the solver's state (see the module docstring), so neither ``cosh``
+    overflow nor cancellation at the boundary :math:`|z| \to 1` occurs.
+
+    Args:
+        X: ``(N, d)`` float64 design matrix with ``N < d`` and full row rank.
+        y: ``(N,)`` targets, finite, not all zero.
+        alpha: a float > 0, or a 1-D array of them (any order).
+        depth: int :math:`D \ge 2`.
+        tol: required accuracy: the solver aims at :math:`\|X\beta - y\|_2 \le
+            10^{-3}` ``tol`` :math:`\|y\|_2` (or until Newton stalls at rounding level) and
+            raises if :math:`\|X\beta - y\|_2 >` ``tol`` :math:`\|y\|_2`.
+        max_iter: Newton iterations per :math:`\alpha`.
+        return_info: also return ``(residual, iterations, nu)`` per :math:`\alpha`.
+
+    Returns:
+        ``(d,)`` float64 array for a scalar ``alpha``, ``(K, d)`` for ``K`` scales (in the order
+        given); with ``return_info``, a pair ``(beta, info)``.
+
+    Raises:
+        ValueError: ``N >= d``, rank-deficient or inconsistent system, non-finite values,
+            ``alpha <= 0``, ``depth < 2``, ``alpha**depth`` outside float64 range.
+        RuntimeError: Newton's method did not reach ``tol`` (message gives the residual and
+            the iterations), e.g. for an extremely ill-conditioned ``X``.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 2.0]]); y = np.array([1.0])
+        >>> np.round(np.asarray(implicit_bias_limit(X, y, alpha=1e-3)), 4).tolist()  # ~ l1
+        [0.0, 0.5]
+        >>> np.round(np.asarray(implicit_bias_limit(X, y, alpha=1e3)), 4).tolist()   # ~ l2
+        [0.2, 0.4]
+    """
+    depth = _check_depth(depth)
+    X, y = _check_system(X, y)
+    alphas = _check_alpha(alpha)
+    scalar = alphas.ndim == 0
+    alphas = np.atleast_1d(alphas)
+    log_scales = depth * np.log(alphas)
+    if np.any(np.abs(log_scales) > 700):
+        raise ValueError(f"alpha**depth must stay within float64 range; got alpha={alpha!r}")
+    _validate.positive("tol", tol)
+    max_iter = _validate.integer("max_iter", max_iter, minimum=1)
+    order = np.argsort(-alphas, kind="stable")
+    betas, res, its, nus = _solve_grid(X, y, jnp.asarray(log_scales[order]), depth, tol,
+                                       max_iter)
+    inv = np.argsort(order)
+    betas, res, its, nus = betas[inv], np.asarray(res)[inv], np.asarray(its)[inv], nus[inv]
+    ynorm = float(jnp.linalg.norm(y))
+    bad = ~(res <= tol * ynorm) | ~np.all(np.isfinite(np.asarray(betas)), axis=1)
+    if np.any(bad):
+        k = int(np.flatnonzero(bad)[0])
+        raise RuntimeError(
+            f"implicit_bias_limit: Newton did not converge for alpha={alphas[k]:.3e}, "
+            f"depth={depth}: relative residual ||X beta - y|| / ||y|| = {res[k] / ynorm:.3e} "
+            f"after {int(its[k])} iterations (tol {tol:.1e})")
+    out = betas[0] if scalar else betas
+    if return_info:
+        if scalar:
+            return out, _Info(res[0] / ynorm, its[0], np.asarray(nus[0]))
+        return out, _Info(res / ynorm, its, np.asarray(nus))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The model itself, trained by gradient flow or gradient descent
+# ----------------------------------------------------------------------------------------------
+
+
+def beta_of(params, depth=2):
+    r"""The linear predictor :math:`\beta = w_+^D - w_-^D` of parameters
+    ``{"w_plus": (..., d), "w_minus": (..., d)}`` (any leading axes, e.g. snapshots)."""
+    depth = _check_depth(depth)
+    return params["w_plus"] ** depth - params["w_minus"] ** depth
+
+
+def init_diagonal(d, alpha):
+    r"""The unbiased initialization :math:`w_+ = w_- = \alpha\mathbf 1 \in \mathbb R^d`
+    (so :math:`\beta(0) = 0`), as the parameter dict used by :func:`square_loss`."""
+    d = _validate.integer("d", d, minimum=1)
+    alpha = _validate.positive("alpha", alpha)
+    w = jnp.full((d,), alpha)
+    return {"w_plus": w, "w_minus": w}
+
+
+def square_loss(params, args):
+    r""":math:`L(w) = \sum_n (\langle w_+^D - w_-^D, x_n\rangle - y_n)^2` with
+    ``args = (X, y, depth)`` (``depth`` a float array, so one compiled loss serves every depth).
+    """
+    X, y, depth = args
+    beta = params["w_plus"] ** depth - params["w_minus"] ** depth
+    r = X @ beta - y
+    return jnp.sum(r ** 2)
+
+
+def _beta_shifted(delta, alpha, depth):
+    """beta for w = alpha + delta, as alpha^D [expm1(D log1p(delta_+/alpha)) - (same for -)]:
+    exact in float64 even when the change of w is 1e-16 of alpha (large alpha)."""
+    def power(dl):
+        return jnp.expm1(depth * jnp.log1p(dl / alpha))
+    return alpha ** depth * (power(delta["delta_plus"]) - power(delta["delta_minus"]))
+
+
+def _shifted_loss(delta, args):
+    """c * L(alpha + delta): the same gradient flow as in w (a translation), with time sped up
+    by the constant c; args = (X, y, alpha, depth, c), all arrays (no recompilation)."""
+    X, y, alpha, depth, c = args
+    r = X @ _beta_shifted(delta, alpha, depth) - y
+    return c * jnp.sum(r ** 2)
+
+
+_UNIT = np.linspace(0.0, 1.0, 17)
+
+
+@functools.partial(jax.jit, static_argnames=("max_steps", "stiff"))
+def _integrate_jit(delta, args, rtol, atol, max_steps, stiff):
+    def field(t, y, a):
+        g = jax.grad(_shifted_loss)(y, a[:5])
+        return jax.tree_util.tree_map(jnp.negative, g)
+
+    def reached(t, y, a, **kwargs):
+        return _shifted_loss(y, a[:5]) <= a[5]
+
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(field), diffrax.Kvaerno5() if stiff else diffrax.Tsit5(), t0=0.0,
+        t1=1.0, dt0=None, y0=delta, args=args,
+        saveat=diffrax.SaveAt(ts=jnp.asarray(_UNIT), t1=True),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps, event=diffrax.Event(reached), throw=False)
+    return sol.ys, sol.ts, sol.result == diffrax.RESULTS.event_occurred, \
+        sol.result == diffrax.RESULTS.successful, sol.stats["num_steps"]
+
+
+def _integrate(delta, args, rtol, atol, max_steps, stiff):
+    """One segment of the rescaled flow on [0, 1]: compiled once per shape (the scale, the
+    time factor and the target are arguments), stopped by an event at the end of the step
+    where the loss reaches the target (no root finding: the state is taken where it is)."""
+    ys, ts, hit, ok, n = _integrate_jit(delta, args, rtol, atol, max_steps, stiff)
+    if not (bool(hit) or bool(ok)):
+        raise RuntimeError(f"gradient_flow_path: the integrator failed after {int(n)} steps "
+                           "(max_steps reached or step size collapsed)")
+    num_saved = int(np.sum(np.isfinite(np.asarray(ts))))
+    final = jax.tree_util.tree_map(lambda x: x[num_saved - 1], ys)
+    idx = np.minimum(np.arange(_UNIT.shape[0]), num_saved - 1)
+    params = jax.tree_util.tree_map(lambda x: x[idx], ys)
+    losses = jax.vmap(lambda p: _shifted_loss(p, args[:5]))(params) / args[4]
+    return flows.Trajectory(steps=jnp.full(_UNIT.shape, int(n)), times=jnp.asarray(_UNIT),
+                            params=params, losses=losses, final=final, num_steps=int(n),
+                            converged=bool(hit), diverged=False)
+
+
+class DiagonalRun(NamedTuple):
+    """A simulated run of the diagonal network.
+
+    Attributes:
+        times: ``(S,)`` flow times of the snapshots (``steps * step_size`` for GD).
+        beta: ``(S, d)`` predictor :math:`w_+^D - w_-^D` at each snapshot.
+        losses: ``(S,)`` training loss :math:`L` at each snapshot.
+        final_beta: ``(d,)`` predictor when the run stopped.
+        converged: whether the loss reached ``target``.
+        trajectory: the underlying :class:`lib.flows.Trajectory` (for the flow: of the
+            displacements ``delta_plus = w_+ - alpha``, ``delta_minus``, in rescaled time; for
+            gradient descent: of ``w_plus``, ``w_minus``).
+    """
+
+    times: jax.Array
+    beta: jax.Array
+    losses: jax.Array
+    final_beta: jax.Array
+    converged: bool
+    trajectory: flows.Trajectory
+
+
+def _run_args(X, y, alpha, depth):
+    depth = _check_depth(depth)
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.as_array("y", y, shape=(X.shape[0],))
+    alpha = _validate.positive("alpha", alpha)
+    return X, y, alpha, depth
+
+
+def _time_scale(X, y, alpha, depth):
+    """Flow time to leave the initialization and converge, up to a constant: the escape time
+    log(1/alpha) / |g| (D = 2) or alpha^(2-D) / (D (D-2) |g|) (D >= 3) with g = 2 X^T y the
+    initial gradient in beta, plus the kernel time 1 / (4 D^2 alpha^(2D-2) lambda(X X^T))."""
+    g = 2.0 * float(jnp.max(jnp.abs(X.T @ y)))
+    lam = float(jnp.linalg.eigvalsh(X @ X.T)[0])
+    kernel = 1.0 / (4.0 * depth ** 2 * alpha ** (2 * depth - 2) * lam)
+    if alpha >= 1:
+        return kernel
+    esc = (np.log(1.0 / alpha) / (2.0 * g) if depth == 2
+           else alpha ** (2 - depth) / (depth * (depth - 2) * g))
+    return esc + kernel + 1.0 / lam
+
+
+def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_segments=40,
+                       max_steps=100_000, stiff=None):
+    r"""Integrate the gradient flow :math:`\dot w = -\nabla L(w)` of the diagonal network from
+    :math:`w_\pm(0) = \alpha\mathbf 1` with :func:`lib.flows.gradient_flow` (diffrax, Tsit5)
+    until the loss reaches ``target``.
+
+    This simulates the model itself, not its limit: it is the reference against which
+    :func:`implicit_bias_limit` is checked (Woodworth et al. 2020, Theorems 1 and 3). Two
+    changes of variables that leave the flow unchanged keep it accurate over the whole range
+    of scales: the state is the displacement :math:`\delta = w - \alpha`, with
+    :math:`w^D = \alpha^D \exp(D\,\mathrm{log1p}(\delta/\alpha))` (at :math:`\alpha = 10^3`,
+    :math:`D = 5` the weights move by :math:`10^{-13}`, below the resolution of :math:`w`
+    itself), and time is measured in units of a time scale :math:`T` of the run (the loss is
+    multiplied by :math:`T`). Integration proceeds in segments of :math:`T, 2T, 4T, \dots`
+    until the loss reaches ``target`` (located by the solver's event handling).
+
+    Args:
+        X: ``(N, d)`` design matrix. y: ``(N,)`` targets.
+        alpha: scale > 0. depth: int >= 2.
+        target: stop when :math:`L \le` ``target``; default ``1e-20 * ||y||^2``, above the floor
+            that the integrator's own error leaves in the loss.
+        rtol: relative tolerance of the adaptive solver (the absolute one is ``rtol`` times the
+            typical size of :math:`\delta`).
+        max_segments: segments of doubling length before giving up.
+        max_steps: solver steps per segment.
+        stiff: use the implicit solver Kvaerno5 (default: for D >= 3 when
+            :math:`\alpha^{D-2} < 10^{-3}`, where the plateaus between the escapes of successive
+            coordinates are long compared with the fast time scale of the escaped ones).
+
+    Returns:
+        A :class:`DiagonalRun`; ``times`` are flow times of :math:`\dot w = -\nabla L`.
+
+    Raises:
+        ValueError: bad shapes or values. RuntimeError: the integrator failed, or the loss did
+        not reach ``target`` within ``max_segments`` (message gives the loss reached).
+
+    Example:
+        >>> import numpy as np
+        >>> run = gradient_flow_path(np.array([[1.0, 2.0]]), np.array([1.0]), alpha=1.0)
+        >>> bool(run.converged), round(float(run.final_beta @ np.array([1.0, 2.0])), 9)
+        (True, 1.0)
+    """
+    X, y, alpha, depth = _run_args(X, y, alpha, depth)
+    max_segments = _validate.integer("max_segments", max_segments, minimum=1)
+    if target is None:
+        target = 1e-20 * float(jnp.sum(y ** 2))
+    target = _validate.positive("target", target)
+    T = _time_scale(X, y, alpha, depth)
+    if stiff is None:  # saddle-to-saddle plateaus of D >= 3 at small scale are stiff
+        stiff = depth > 2 and alpha ** (depth - 2) < 1e-3
+    # typical size of the displacement at the end: |beta|^(1/D) (small alpha) or
+    # |beta| / (D alpha^(D-1)) (large alpha), with |beta| ~ the min-l2 solution's entries
+    b2 = float(jnp.max(jnp.abs(jnp.linalg.lstsq(X, y)[0])))
+    size = min(b2 ** (1.0 / depth), b2 / (depth * alpha ** (depth - 1)))
+    atol = 1e-3 * rtol * size
+    delta = {"delta_plus": jnp.zeros(X.shape[1]), "delta_minus": jnp.zeros(X.shape[1])}
+    t0, seg_T, pieces, times, converged = 0.0, T, [], [], False
+    for _ in range(max_segments):
+        args = (X, y, jnp.float64(alpha), jnp.float64(depth), jnp.float64(seg_T),
+                jnp.float64(target * seg_T))
+        traj = _integrate(delta, args, jnp.float64(rtol), jnp.float64(atol), max_steps, stiff)
+        pieces.append(traj)
+        times.append(t0 + seg_T * np.asarray(_UNIT))
+        delta = traj.final
+        t0 += seg_T
+        seg_T *= 2.0
+        if traj.converged:
+            converged = True
+            break
+    params = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *[p.params for p in pieces])
+    beta = jax.vmap(lambda p: _beta_shifted(p, alpha, depth))(params)
+    losses = jnp.sum((beta @ X.T - y[None, :]) ** 2, axis=1)
+    final_beta = _beta_shifted(delta, alpha, depth)
+    if not converged:
+        raise RuntimeError(
+            f"gradient_flow_path: loss {float(losses[-1]):.3e} still above target {target:.1e} "
+            f"at flow time {t0:.3e} (alpha={alpha}, depth={depth})")
+    traj = flows.Trajectory(steps=jnp.concatenate([p.steps for p in pieces]),
+                            times=jnp.asarray(np.concatenate(times)), params=params,
+                            losses=losses, final=delta,
+                            num_steps=sum(p.num_steps for p in pieces), converged=True,
+                            diverged=False)
+    return DiagonalRun(traj.times, beta, losses, final_beta, True, traj)
+
+
+def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapshots=None,
+                          target=None, on_divergence="raise"):
+    r"""Gradient descent :math:`w_{k+1} = w_k - \eta\nabla L(w_k)` on the diagonal network from
+    :math:`w_\pm(0) = \alpha\mathbf 1`, through :func:`lib.flows.gradient_descent`.
+
+    With a small step it tracks the flow; with a large one its limit differs from the flow's
+    (the chapter measures how). Arguments as in :func:`lib.flows.gradient_descent`; returns a
+    :class:`DiagonalRun` (``times = steps * step_size``).
+
+    Example:
+        >>> import numpy as np
+        >>> run = gradient_descent_path(np.array([[1.0, 2.0]]), np.array([1.0]), alpha=1.0,
+        ...                             step_size=0.01, num_steps=2000)
+        >>> round(float(run.losses[-1]), 6)
+        0.0
+    """
+    X, y, alpha, depth = _run_args(X, y, alpha, depth)
+    args = (X, y, jnp.float64(depth))
+    traj = flows.gradient_descent(square_loss, init_diagonal(X.shape[1], alpha),
+                                  step_size=step_size, num_steps=num_steps, snapshots=snapshots,
+                                  target=target, loss_args=args, on_divergence=on_divergence)
+    return DiagonalRun(traj.times, beta_of(traj.params, depth), traj.losses,
+                       beta_of(traj.final, depth), traj.converged, traj)
+
+
+# ----------------------------------------------------------------------------------------------
+# Classification: the exponential loss and the margin problem (Moroshko et al. 2020)
+# ----------------------------------------------------------------------------------------------
+
+__all__ += ["ExponentialRun", "exponential_loss_path", "log_exponential_loss",
+            "margin_limit"]
+
+
+def _np_link(z, log_mu, depth):
+    """Numpy: w = mu h_D(z), the weights mu h_D'(z) and mu sum H_D(z) (inf outside domain)."""
+    mu = np.exp(log_mu)
+    if depth == 2:
+        ep, em = np.exp(log_mu + z), np.exp(log_mu - z)
+        small = np.abs(z) < 1.0
+        H = np.where(small, 4.0 * mu * np.sinh(np.where(small, z, 0.0) / 2.0) ** 2,
+                     ep + em - 2.0 * mu)
+        zs = np.where(small, z, 0.0)
+        w = np.where(small, 2.0 * mu * np.sinh(zs), ep - em)  # no cancellation near 0
+        weight = np.where(small, 2.0 * mu * np.cosh(zs), ep + em)
+        return w, weight, float(np.sum(H))
+    if np.any(np.abs(z) >= 1.0):
+        return None, None, np.inf
+    p, q, c = _exponent(depth), 2.0 / (depth - 2.0), (depth - 2.0) / 2.0
+    a, b = 1.0 - z, 1.0 + z
+    near = np.abs(z) < _SERIES_Z
+    zs = np.where(near, z, 0.0)
+    series = sum(2.0 * ck * zs ** k for k, ck in _series_coeffs(depth))
+    w = mu * np.where(near, series, a ** (-p) - b ** (-p))
+    weight = mu * p * (a ** (-p - 1.0) + b ** (-p - 1.0))
+    H = mu * np.where(near, sum(2.0 * ck / (k + 1) * zs ** (k + 1)
+                                for k, ck in _series_coeffs(depth)),
+                      c * (np.expm1(-q * np.log1p(-z)) + np.expm1(-q * np.log1p(z))))
+    return w, weight, float(np.sum(H))
+
+
+def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=False):
+    r"""The transition-regime limit of the exponential loss:
+    :math:`\arg\min_w Q^D_\mu(w)` s.t. :math:`y_n\langle x_n, w\rangle \ge 1` for all n.
+
+    Moroshko et al. (2020, Theorems 2 and 3; Sec. 4) show that along
+    :math:`\alpha^D / \log(1/\epsilon) \to \mu`, the margin-normalized predictor of the depth-D
+    diagonal network tends to this point (when the support vectors are stable);
+    :math:`Q^D_\mu(w) = \mu\sum_i q_D(w_i/\mu)` is the regularizer of :func:`Q` with
+    :math:`\alpha^D` replaced by :math:`\mu`. As :math:`\mu\to\infty` it tends to the
+    :math:`\ell_2` max-margin predictor, as :math:`\mu\to 0` to the :math:`\ell_1` (D = 2) one.
+
+    Solved through its dual, a smooth bound-constrained problem in the multipliers
+    :math:`\lambda\in\mathbb R^N_{\ge 0}` (with :math:`A = \mathrm{diag}(y) X`):
+
+    .. math::
+        \min_{\lambda\ge 0}\ \mu\sum_i H_D\big((A^\top\lambda)_i\big) - \mathbf 1^\top\lambda,
+        \qquad w = \mu\, h_D(A^\top\lambda),
+
+    by projected Newton (Bertsekas 1982) with Armijo backtracking along the projection arc and
+    steps capped at 5 in :math:`A^\top\lambda` (so that small :math:`\mu` is reached in
+    :math:`O(\log(1/\mu))` iterations). :math:`\mu h_2` and :math:`\mu H_2` are evaluated as
+    :math:`e^{\log\mu \pm z}`: no overflow for :math:`\mu` down to :math:`10^{-300}`.
+
+    Args:
+        X: ``(N, d)`` inputs, finite. y: ``(N,)`` labels in {-1, +1}.
+        mu: float > 0 (for D >= 3 keep :math:`\mu\ge 10^{-12}`: the gap :math:`1 - |z|`
+            is not tracked to relative precision here).
+        depth: int D >= 2.
+        tol: KKT tolerance: stop when :math:`\max_n |\min(\lambda_n, g_n)| \le` ``tol`` with
+            :math:`g_n = y_n\langle x_n, w\rangle - 1` (margins :math:`\ge 1 -` ``tol``).
+        max_iter: Newton iterations.
+        return_dual: also return :math:`\lambda`.
+
+    Returns:
+        ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
+
+    Raises:
+        ValueError: labels outside {-1, +1}, ``mu <= 0``, bad shapes, data not linearly
+            separable through the origin (checked with :func:`lib.convex.max_margin` when
+            no KKT point is found: a KKT point itself certifies separability).
+        RuntimeError: no convergence within ``max_iter`` (message gives the KKT residual).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 2.0]]); y = np.array([1.0])
+        >>> np.round(margin_limit(X, y, mu=1e3), 4).tolist()   # ~ l2 max-margin
+        [0.2, 0.4]
+        >>> np.round(margin_limit(X, y, mu=1e-30), 3).tolist()  # ~ l1 max-margin
+        [0.0, 0.5]
+    """
+    from . import convex
+
+    depth = _check_depth(depth)
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.labels("y", y, X.shape[0])
+    mu = _validate.positive("mu", mu)
+    _validate.positive("tol", tol)
+    max_iter = _validate.integer("max_iter", max_iter, minimum=1)
+    A = np.asarray(y)[:, None] * np.asarray(X)
+    log_mu = np.log(mu)
+    N = A.shape[0]
+    cap = 5.0 if depth == 2 else 0.5
+
+    # lam = s nu with s = 1 / (mu h_D'(0)) for large mu keeps nu of order one; the objective
+    # is divided by s, so its gradient in nu is still g = A w - 1
+    slope0 = 2.0 if depth == 2 else 2.0 * _exponent(depth)
+    s = 1.0 / (mu * slope0) if mu * slope0 > 1.0 else 1.0
+
+    def evaluate(lam):
+        z = s * (A.T @ lam)
+        with np.errstate(over="ignore", invalid="ignore"):
+            w, weight, H = _np_link(z, log_mu, depth)
+        if w is None or not np.isfinite(H):
+            return w, weight, np.inf
+        return w, s * weight, H / s - float(np.sum(lam))
+
+    lam = np.zeros(N)
+    w, weight, f = evaluate(lam)
+    res = np.inf
+    for it in range(max_iter):  # noqa: B007 (it is reported after the loop)
+        g = A @ w - 1.0
+        res = float(np.max(np.abs(np.minimum(lam, g))))
+        if res <= tol:
+            break
+        eps_k = min(1e-9, res)
+        active = (lam <= eps_k) & (g > 0)
+        free = ~active
+        Hm = (A * weight[None, :]) @ A.T
+        # Newton direction d = mag * dn, with the Hessian normalized by its largest diagonal
+        # entry first (for small mu it is ~ mu: 1 / mu would overflow)
+        hmax = float(np.max(np.diag(Hm)))
+        Hn = Hm / hmax
+        dn = np.zeros(N)
+        if np.any(free):
+            Hf = Hn[np.ix_(free, free)]
+            Hf = Hf + 1e-13 * np.eye(Hf.shape[0])
+            dn[free] = -np.linalg.solve(Hf, g[free])
+        dn[active] = -g[active] / np.maximum(np.diag(Hn)[active], 1e-300)
+        size = float(np.max(np.abs(dn)))
+        if not size > 0 or not np.isfinite(size):
+            break
+        dn = dn / size
+        mag = size / hmax
+        dzv = s * (A.T @ dn)
+        dz = float(np.max(np.abs(dzv)))
+        t = min(mag, cap / dz) if dz > 0 else mag
+        if depth > 2:  # fraction to the boundary |z| = 1: at most halve each gap 1 - |z|
+            gaps = 1.0 - np.abs(s * (A.T @ lam))
+            t = min(t, 0.5 * float(np.min(gaps / np.maximum(np.abs(dzv), 1e-300))))
+        d = dn
+        for _ in range(80):
+            lam_new = np.maximum(lam + t * d, 0.0)
+            w_new, weight_new, f_new = evaluate(lam_new)
+            if np.isfinite(f_new) and f_new <= f + 1e-4 * float(g @ (lam_new - lam)):
+                break
+            t *= 0.5
+        else:
+            break  # no decrease at rounding level: stalled
+        lam, w, weight, f = lam_new, w_new, weight_new, f_new
+    g = A @ w - 1.0
+    res = float(np.max(np.abs(np.minimum(lam, g))))
+    if not res <= tol * 1e2 or not np.all(np.isfinite(w)):
+        # KKT points certify separability (margins >= 1 - tol); without one, find out why
+        convex.max_margin(X, y, p=2)  # raises ValueError if the data are not separable
+        raise RuntimeError(f"margin_limit: projected Newton did not converge for mu={mu:.3e}, "
+                           f"depth={depth}: KKT residual {res:.3e} after {it + 1} iterations "
+                           f"(tol {tol:.1e})")
+    return (w, s * lam) if return_dual else w
+
+
+def _beta_stable(up, um, depth):
+    """u_+^D - u_-^D = (u_+ - u_-) sum_k u_+^k u_-^(D-1-k): no cancellation when u_+ ~ u_-."""
+    s = sum(up ** k * um ** (depth - 1 - k) for k in range(depth))
+    return (up - um) * s
+
+
+def log_exponential_loss(params, args):
+    r""":math:`\log L` for :math:`L(u) = \frac1N\sum_n \exp(-y_n\langle x_n, w(u)\rangle)`,
+    :math:`w = u_+^D - u_-^D`, as a log-sum-exp (finite however small :math:`L` is).
+
+    ``params = {"w_plus": (d,), "w_minus": (d,)}``, ``args = (A, depth)`` with
+    :math:`A = \mathrm{diag}(y) X` of shape ``(N, d)`` and ``depth`` a Python int. For
+    :func:`lib.flows.gradient_descent` with ``log_domain=True``.
+    """
+    A, depth = args
+    w = _beta_stable(params["w_plus"], params["w_minus"], depth)
+    m = A @ w
+    return jax.scipy.special.logsumexp(-m) - jnp.log(A.shape[0])
+
+
+@functools.lru_cache(maxsize=None)
+def _log_loss_of_depth(depth):
+    """One function object per depth, so that the compiled training loop is reused."""
+    def loss(params, A):
+        return log_exponential_loss(params, (A, depth))
+    return loss
+
+
+class ExponentialRun(NamedTuple):
+    """Exponential-loss training stopped at given training accuracies.
+
+    Attributes:
+        accuracies: ``(K,)`` the requested training accuracies :math:`-\\log\\epsilon`.
+        w: ``(B, K, d)`` predictor :math:`w_+^D - w_-^D` when :math:`L` first reaches
+            :math:`\\epsilon_k` (``(K, d)`` for a scalar ``alpha``).
+        w_hat: same shape: the margin-normalized predictor :math:`w / \\gamma`.
+        margin: ``(B, K)`` margin :math:`\\gamma = \\min_n y_n\\langle x_n, w\\rangle`.
+        log_loss: ``(B, K)`` :math:`\\log L` reached (:math:`\\le \\log\\epsilon_k`).
+        steps: ``(B, K)`` normalized-GD steps taken. times: ``(B, K)`` normalized-flow time
+            :math:`\\sum_k \\eta_k` (the time of :math:`\\dot u = -\\nabla\\log L`).
+    """
+
+    accuracies: np.ndarray
+    w: np.ndarray
+    w_hat: np.ndarray
+    margin: np.ndarray
+    log_loss: np.ndarray
+    steps: np.ndarray
+    times: np.ndarray
+
+
+def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=0.25,
+                          max_ratio=1.3, max_steps=2_000_000):
+    r"""Train the depth-D diagonal network on the exponential loss with normalized gradient
+    descent until :math:`L \le \epsilon` for each :math:`-\log\epsilon` in ``accuracies``.
+
+    Normalized GD (Moroshko et al. 2020, Sec. 5; Nacson et al. 2019) steps along
+    :math:`\nabla L / L = \nabla \log L`; :func:`lib.flows.gradient_descent_sweep` runs it with
+    ``log_domain=True`` on :func:`log_exponential_loss`, so :math:`L = 10^{-300}` and far below
+    (:math:`-\log\epsilon` in the thousands) is reached without underflow. All scales
+    :math:`\alpha` run in one compiled batch from :math:`u_\pm = \alpha\mathbf 1`. The accuracy
+    range is cut into levels with ratio at most ``max_ratio``; on each level the step is
+    ``step`` divided by a bound on the curvature of :math:`\log L`,
+    :math:`D^2 \|u\|_\infty^{2D-2}\max_n\|x_n\|^2 + D(D-1)\|u\|_\infty^{D-2}\max_n\|x_n\|`. A
+    scalar change of step only reparametrizes time, so the path follows the same gradient flow.
+
+    Args:
+        X: ``(N, d)`` inputs; y: ``(N,)`` labels in {-1, +1}; data separable.
+        alpha: float > 0 or 1-D array of scales. depth: int D >= 2.
+        accuracies: increasing training accuracies :math:`-\log\epsilon > 0`.
+        step: step in units of the inverse curvature bound (0 < step <= 0.5).
+        max_ratio: largest ratio between consecutive levels (> 1).
+        max_steps: steps allowed per level.
+
+    Returns:
+        An :class:`ExponentialRun`.
+
+    Raises:
+        ValueError: bad arguments. RuntimeError: a level was not reached within
+        ``max_steps`` (message gives the loss reached).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 2.0], [2.0, 0.5]]); y = np.array([1.0, 1.0])
+        >>> run = exponential_loss_path(X, y, 1.0, accuracies=[700.0, 2000.0])
+        >>> bool(run.log_loss[-1] <= -2000.0)   # L < 1e-868
+        True
+    """
+    depth = _check_depth(depth)
+    X = _validate.as_array("X", X, ndim=2)
+    y = _validate.labels("y", y, X.shape[0])
+    alphas = _check_alpha(alpha)
+    scalar = alphas.ndim == 0
+    alphas = np.atleast_1d(alphas)
+    acc = np.asarray(accuracies, dtype=np.float64)
+    if acc.ndim != 1 or acc.size == 0 or not np.all(np.isfinite(acc)) or np.any(acc <= 0) \
+            or np.any(np.diff(acc) <= 0):
+        raise ValueError("accuracies must be a non-empty increasing 1-D array of numbers > 0")
+    step = _validate.positive("step", step)
+    if step > 0.5:
+        raise ValueError(f"step must be in (0, 0.5], got {step}")
+    if _validate.positive("max_ratio", max_ratio) <= 1:
+        raise ValueError(f"max_ratio must be > 1, got {max_ratio}")
+    max_steps = _validate.integer("max_steps", max_steps, minimum=1)
+    A = jnp.asarray(y)[:, None] * X
+    xmax = float(jnp.max(jnp.linalg.norm(X, axis=1)))
+    # levels: start at -log L(0) = 0 < the first accuracy, refine geometrically
+    levels = []
+    lo = min(acc[0], 1.0) / max_ratio
+    for a in acc:
+        n = max(int(np.ceil(np.log(a / lo) / np.log(max_ratio))), 1)
+        levels.extend(list(np.geomspace(lo, a, n + 1)[1:]))
+        lo = a
+    levels = np.asarray(levels)
+    B, d = alphas.shape[0], X.shape[1]
+    params = {"w_plus": jnp.asarray(np.repeat(alphas[:, None], d, 1)),
+              "w_minus": jnp.asarray(np.repeat(alphas[:, None], d, 1))}
+    loss = _log_loss_of_depth(depth)
+    A_batch = jnp.broadcast_to(A, (B,) + A.shape)
+    steps_total, time_total = np.zeros(B, dtype=np.int64), np.zeros(B)
+    out = {k: [] for k in ("w", "log_loss", "steps", "times")}
+    for level in levels:
+        umax = np.maximum(np.max(np.abs(np.asarray(params["w_plus"])), 1),
+                          np.max(np.abs(np.asarray(params["w_minus"])), 1))
+        curv = depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
+            + depth * (depth - 1) * umax ** (depth - 2) * xmax
+        eta = step / curv
+        traj = flows.gradient_descent_sweep(
+            loss, params, step_size=eta, num_steps=max_steps,
+            snapshots=np.array([max_steps]), target=-float(level), normalized=True,
+            log_domain=True, loss_args=A_batch, progress=False)
+        if not np.all(traj.converged):
+            k = int(np.flatnonzero(~np.asarray(traj.converged))[0])
+            raise RuntimeError(
+                f"exponential_loss_path: log L = {float(traj.losses[k, -1]):.4g} still above "
+                f"-{level:.4g} after {max_steps} steps (alpha={alphas[k]}, depth={depth})")
+        params = traj.final
+        steps_total = steps_total + np.asarray(traj.num_steps)
+        time_total = time_total + np.asarray(traj.num_steps) * eta
+        if np.any(np.isclose(level, acc, rtol=1e-12)):
+            out["w"].append(np.asarray(_beta_stable(params["w_plus"], params["w_minus"],
+                                                    depth)))
+            out["log_loss"].append(np.asarray(traj.losses[:, -1]))
+            out["steps"].append(steps_total.copy())
+            out["times"].append(time_total.copy())
+    w = np.stack(out["w"], 1)
+    margin = np.min(np.einsum("nd,bkd->bkn", np.asarray(A), w), axis=-1)
+    res = ExponentialRun(acc, w, w / margin[..., None], margin, np.stack(out["log_loss"], 1),
+                         np.stack(out["steps"], 1), np.stack(out["times"], 1))
+    if scalar:
+        res = ExponentialRun(acc, *(np.asarray(f)[0] for f in res[1:]))
+    return res

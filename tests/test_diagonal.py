@@ -1,0 +1,238 @@
+"""lib.diagonal against independent answers: the simulated gradient flow of the network itself,
+scalar root finding and quadrature (scipy), the convex l1/l2 programs (cvxpy), autodiff."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, optimize
+
+import lib
+from lib import diagonal as dg
+
+
+def _problem(N=5, d=12, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((N, d)), rng.standard_normal(N)
+
+
+def _h_numpy(z, D):
+    if D == 2:
+        return 2 * np.sinh(z)
+    p = D / (D - 2)  # expm1/log1p: no cancellation near 0
+    return np.expm1(-p * np.log1p(-z)) - np.expm1(-p * np.log1p(z))
+
+
+# ---------------------------------------------------------------- scalar functions
+
+
+@pytest.mark.parametrize("D", [2, 3, 4, 5])
+def test_H_derivative_is_h(D):
+    z = np.array([-0.9, -0.3, -1e-3, 0.0, 0.02, 0.04, 0.06, 0.5, 0.95])
+    grad = jax.vmap(jax.grad(lambda t: dg.H_D(t, D)))(jnp.asarray(z))
+    np.testing.assert_allclose(grad, _h_numpy(z, D), rtol=1e-12, atol=1e-15)
+    assert float(dg.H_D(0.0, D)) == 0.0
+
+
+@pytest.mark.parametrize("D", [3, 4, 5])
+def test_series_and_closed_form_agree_at_switch(D):
+    z = np.array([0.0499999, 0.0500001, 1e-6])
+    np.testing.assert_allclose(dg.h_D(z, D), _h_numpy(z, D), rtol=1e-13)
+    H_quad = [integrate.quad(lambda t: _h_numpy(t, D), 0, zi, epsabs=0, epsrel=1e-13)[0]
+              for zi in z]
+    np.testing.assert_allclose(dg.H_D(z, D), H_quad, rtol=1e-11)
+
+
+@pytest.mark.parametrize("D", [2, 3, 4, 5])
+@pytest.mark.parametrize("u", [1e-9, 1e-3, 0.7, 5.0, 1e3, 1e9, 1e15])
+def test_h_inverse_against_brentq(D, u):
+    # independent inverse: brentq on the gap g = 1 - z in log space (D >= 3), or arcsinh
+    if D == 2:
+        want_z, want_gap = np.arcsinh(u / 2), None
+    elif u < 10:
+        want_z = optimize.brentq(lambda t: _h_numpy(t, D) - u, 0, 0.999, xtol=1e-300,
+                                 rtol=1e-15)
+        want_gap = None
+    else:
+        p = D / (D - 2)
+        f = lambda lg: np.log(np.exp(lg) ** (-p) - (2 - np.exp(lg)) ** (-p)) - np.log(u)  # noqa
+        lg = optimize.brentq(f, -60, np.log(1 - 1e-15), xtol=1e-15, rtol=1e-15)
+        want_gap = np.exp(lg)
+        want_z = 1 - want_gap
+    got = float(dg.h_D_inverse(u, D))
+    assert got == pytest.approx(want_z, rel=1e-9, abs=1e-300)
+    assert float(dg.h_D_inverse(-u, D)) == pytest.approx(-got, rel=1e-15)
+    if want_gap is not None:
+        assert float(dg._gap_of(jnp.float64(u), D)) == pytest.approx(want_gap, rel=1e-9)
+    if u < 1e-3:  # h_D'(0) = 2 for D = 2, 2D/(D-2) for D >= 3
+        slope = 2.0 if D == 2 else 2 * D / (D - 2)
+        assert got == pytest.approx(u / slope, rel=1e-6)
+
+
+@pytest.mark.parametrize("D", [2, 3, 5])
+@pytest.mark.parametrize("u", [1e-6, 0.3, 4.0, 1e4])
+def test_q_is_integral_of_h_inverse(D, u):
+    def inv(v):
+        if D == 2:
+            return np.arcsinh(v / 2)
+        return optimize.brentq(lambda z: _h_numpy(z, D) - v, 0, 1 - 1e-16, xtol=1e-16)
+    want = integrate.quad(inv, 0, u, epsabs=0, epsrel=1e-12, limit=200)[0]
+    assert float(dg.q_D(u, D)) == pytest.approx(want, rel=1e-8)
+    assert float(dg.q_D(-u, D)) == pytest.approx(want, rel=1e-12)
+
+
+def test_q_closed_form_D2():
+    z = np.array([0.0, 1e-8, 0.5, 3.0, 1e6])
+    want = 2 - np.sqrt(4 + z ** 2) + z * np.arcsinh(z / 2)
+    # (the closed form cancels catastrophically at 1e-8; q_D does not: q ~ u^2 / 4 there)
+    np.testing.assert_allclose(dg.q_D(z, 2)[2:], want[2:], rtol=1e-12)
+    assert float(dg.q_D(1e-8, 2)) == pytest.approx(1e-16 / 4, rel=1e-10)
+
+
+@pytest.mark.parametrize("D", [2, 3, 4])
+def test_Q_limits_l1_and_l2(D):
+    beta = np.array([1.0, -2.0, 0.5, 0.0])
+    # alpha -> infinity: alpha^D Q -> ||beta||^2 / (2 h'(0))
+    slope = 2.0 if D == 2 else 2 * D / (D - 2)
+    big = 1e4
+    assert float(dg.Q(beta, big, D)) * big ** D == pytest.approx(
+        np.sum(beta ** 2) / (2 * slope), rel=1e-6)
+    # alpha -> 0: Q grows like ||beta||_1 (times log(1/alpha^2) for D = 2, -> ||beta||_1 for
+    # D >= 3): the ratio of Q at two vectors tends to the ratio of their l1 norms
+    other = np.array([3.0, 0.0, 0.0, 0.0])
+    small = 1e-30 if D == 2 else 1e-8
+    ratio = float(dg.Q(beta, small, D)) / float(dg.Q(other, small, D))
+    assert ratio == pytest.approx(np.abs(beta).sum() / 3.0, rel=0.03)
+
+
+# ---------------------------------------------------------------- the model
+
+
+@pytest.mark.parametrize("D", [2, 3, 4])
+@pytest.mark.parametrize("alpha", [0.3, 2.0])
+def test_tangent_kernel_at_init(D, alpha):
+    X, _ = _problem()
+
+    def f(params, x):
+        return jnp.dot(dg.beta_of(params, D), x)
+
+    K = lib.empirical_ntk(f, dg.init_diagonal(X.shape[1], alpha), X)
+    np.testing.assert_allclose(K, 2 * D ** 2 * alpha ** (2 * D - 2) * X @ X.T, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- implicit_bias_limit
+
+FLOW_CASES = [(2, 1e-4), (2, 1e-2), (2, 1.0), (2, 1e3), (3, 1e-2), (3, 1.0), (3, 1e3),
+              (4, 0.3), (4, 1e3), (5, 0.5), (5, 1e3)]
+
+
+@pytest.mark.parametrize("D,alpha", FLOW_CASES)
+def test_limit_matches_simulated_flow(D, alpha):
+    X, y = _problem()
+    run = dg.gradient_flow_path(X, y, alpha, D)
+    assert run.converged
+    beta = dg.implicit_bias_limit(X, y, alpha, D)
+    err = np.linalg.norm(run.final_beta - beta) / np.linalg.norm(beta)
+    assert err < 1e-8, err
+
+
+@pytest.mark.parametrize("D", [3, 4, 5])
+@pytest.mark.parametrize("alpha", [1e-4, 1e-3])
+def test_small_scale_optimality_conditions(D, alpha):
+    """Where the flow is too stiff to integrate (alpha^(D-2) tiny), check the KKT conditions
+    of min Q s.t. X beta = y directly: X beta = y and h_D^{-1}(beta / alpha^D) in range(X^T),
+    with the inverse computed independently (in the gap, by brentq)."""
+    X, y = _problem(seed=1)
+    beta = np.asarray(dg.implicit_bias_limit(X, y, alpha, D))
+    assert np.linalg.norm(X @ beta - y) <= 1e-10 * np.linalg.norm(y)
+    p = D / (D - 2)
+    z = []
+    for u in beta / alpha ** D:
+        f = lambda lg: np.log(np.exp(lg) ** (-p) - (2 - np.exp(lg)) ** (-p)) - np.log(abs(u))  # noqa
+        if abs(u) > 10:
+            z.append(np.sign(u) * (1 - np.exp(optimize.brentq(f, -200, -1e-12, xtol=1e-14))))
+        else:
+            z.append(optimize.brentq(lambda t, u=u: _h_numpy(t, D) - u, -0.99, 0.99,
+                                     xtol=1e-16))
+    z = np.array(z)
+    coef = np.linalg.lstsq(X.T, z, rcond=None)[0]
+    assert np.linalg.norm(X.T @ coef - z) < 1e-9
+
+
+@pytest.mark.parametrize("D", [2, 3, 4])
+def test_limits_l1_and_l2(D):
+    X, y = _problem(N=6, d=20, seed=2)
+    l1 = np.asarray(lib.min_norm_interpolant(X, y, p=1))
+    l2 = np.asarray(lib.min_norm_interpolant(X, y, p=2))
+    small = {2: 1e-30, 3: 1e-8, 4: 1e-6}[D]
+    b_small, b_big = dg.implicit_bias_limit(X, y, np.array([small, 1e4]), D)
+    assert np.linalg.norm(b_small - l1) / np.linalg.norm(l1) < 0.02 * (D == 2) + 1e-4
+    assert np.linalg.norm(b_big - l2) / np.linalg.norm(l2) < 1e-6
+
+
+def test_grid_equals_single_solves_in_any_order():
+    X, y = _problem()
+    alphas = np.array([1.0, 1e-3, 30.0, 0.1])
+    grid = dg.implicit_bias_limit(X, y, alphas, 3)
+    assert grid.shape == (4, X.shape[1])
+    for a, b in zip(alphas, grid, strict=True):
+        np.testing.assert_allclose(b, dg.implicit_bias_limit(X, y, a, 3), rtol=1e-9,
+                                   atol=1e-12)
+
+
+def test_dual_objective_minimised_at_solution():
+    X, y = _problem()
+    beta, info = dg.implicit_bias_limit(X, y, 0.5, 3, return_info=True)
+    nu = info.nu
+    base = float(dg.dual_objective(nu, X, y, 0.5, 3))
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        e = 1e-4 * rng.standard_normal(nu.shape)
+        assert float(dg.dual_objective(nu + e, X, y, 0.5, 3)) > base
+    np.testing.assert_allclose(0.5 ** 3 * dg.h_D(X.T @ nu, 3), beta, rtol=1e-10)
+
+
+def test_gradient_descent_small_step_tracks_flow():
+    X, y = _problem()
+    flow = dg.gradient_flow_path(X, y, 1.0, 2)
+    eta = 1e-4
+    gd = dg.gradient_descent_path(X, y, 1.0, 2, step_size=eta, num_steps=400_000, target=1e-20)
+    gap = np.linalg.norm(gd.final_beta - flow.final_beta) / np.linalg.norm(flow.final_beta)
+    assert gap < 1e-2
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(X=np.ones((3, 3)), y=np.ones(3)), "fewer rows"),
+    (dict(X=np.vstack([np.ones((1, 6)), np.ones((1, 6))]), y=np.ones(2)), "full row rank"),
+    (dict(X=np.vstack([np.ones((1, 6)), np.ones((1, 6))]), y=np.array([1.0, 2.0])),
+     "inconsistent"),
+    (dict(X=np.full((2, 5), np.nan), y=np.ones(2)), "X contains non-finite"),
+    (dict(y=np.array([1.0, np.inf])), "y contains non-finite"),
+    (dict(alpha=0.0), "alpha"),
+    (dict(alpha=-1.0), "alpha"),
+    (dict(alpha=np.array([1.0, np.nan])), "alpha"),
+    (dict(depth=1), "depth"),
+    (dict(depth=2.5), "depth"),
+])
+def test_bad_input_raises(kwargs, match):
+    rng = np.random.default_rng(0)
+    args = dict(X=rng.standard_normal((2, 5)), y=np.ones(2), alpha=1.0, depth=2)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        dg.implicit_bias_limit(**args)
+
+
+def test_not_converged_raises_with_residual():
+    X, y = _problem()
+    with pytest.raises(RuntimeError, match="residual"):
+        dg.implicit_bias_limit(X, y, 1e-4, 3, max_iter=1)
+
+
+def test_Q_bad_input():
+    with pytest.raises(ValueError, match="alpha"):
+        dg.Q(np.ones(3), 0.0)
+    with pytest.raises(ValueError, match="beta"):
+        dg.Q(np.array([1.0, np.nan]), 1.0)
