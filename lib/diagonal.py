@@ -519,7 +519,7 @@ def _check_system(X, y):
     return X, y
 
 
-def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=100, return_info=False):
+def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_info=False):
     r"""The limit :math:`\beta^\infty_{\alpha,D}` of gradient flow on a diagonal linear network.
 
     Solves :math:`\min_\beta Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020,
@@ -541,7 +541,9 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=100, return_
         tol: required accuracy: the solver aims at :math:`\|X\beta - y\|_2 \le
             10^{-3}` ``tol`` :math:`\|y\|_2` (or until Newton stalls at rounding level) and
             raises if :math:`\|X\beta - y\|_2 >` ``tol`` :math:`\|y\|_2`.
-        max_iter: Newton iterations per :math:`\alpha`.
+        max_iter: Newton iterations per :math:`\alpha` (a cold start at tiny :math:`\alpha`
+            needs about :math:`1.7 \log(1/\alpha)` damped steps for :math:`D = 2`; warm-started
+            grid points need a handful).
         return_info: also return ``(residual, iterations, nu)`` per :math:`\alpha`.
 
     Returns:
