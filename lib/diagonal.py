@@ -418,14 +418,13 @@ class _Newton(NamedTuple):
     stalled: jax.Array
 
 
-def _newton(X, y, log_scale, nu0, depth, tol, max_iter):
+def _newton(X, y, log_scale, start, depth, tol, max_iter):
     """Damped Newton on the dual for one alpha; z and the gaps (a, b) are updated by the same
     increments. Globalized by Armijo backtracking on the dual objective while its decrease is
     above rounding, then on the residual norm (the Newton step is a descent direction of
     ||X beta - y||^2 as well)."""
     ynorm = jnp.linalg.norm(y)
-    z0 = X.T @ nu0
-    a0, b0 = (-z0, z0) if depth == 2 else (1.0 - z0, 1.0 + z0)
+    nu0, z0, a0, b0 = start  # warm start: the gaps are carried, not recomputed from nu
 
     def residual(z, a, b):
         return X @ _link(z, a, b, log_scale, depth)[0] - y
@@ -484,12 +483,14 @@ def _newton(X, y, log_scale, nu0, depth, tol, max_iter):
 def _solve_grid(X, y, log_scales, depth, tol, max_iter):
     """Solve for each log(alpha^D) in the order given, warm-starting from the previous nu."""
 
-    def step(nu, log_scale):
-        beta, s = _newton(X, y, log_scale, nu, depth, tol, max_iter)
-        return s.nu, (beta, s.res, s.it, s.nu)
+    def step(start, log_scale):
+        beta, s = _newton(X, y, log_scale, start, depth, tol, max_iter)
+        return (s.nu, s.z, s.a, s.b), (beta, s.res, s.it, s.nu)
 
-    nu0 = jnp.zeros(X.shape[0])
-    _, (betas, res, its, nus) = jax.lax.scan(step, nu0, log_scales)
+    z0 = jnp.zeros(X.shape[1])
+    start = (jnp.zeros(X.shape[0]), z0, z0 if depth == 2 else z0 + 1.0, z0 if depth == 2
+             else z0 + 1.0)
+    _, (betas, res, its, nus) = jax.lax.scan(step, start, log_scales)
     return betas, res, its, nus
 
 
@@ -518,7 +519,7 @@ def _check_system(X, y):
     return X, y
 
 
-def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-10, max_iter=100, return_info=False):
+def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_info=False):
     r"""The limit :math:`\beta^\infty_{\alpha,D}` of gradient flow on a diagonal linear network.
 
     Solves :math:`\min_\beta Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020,
@@ -540,7 +541,9 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-10, max_iter=100, return
         tol: required accuracy: the solver aims at :math:`\|X\beta - y\|_2 \le
             10^{-3}` ``tol`` :math:`\|y\|_2` (or until Newton stalls at rounding level) and
             raises if :math:`\|X\beta - y\|_2 >` ``tol`` :math:`\|y\|_2`.
-        max_iter: Newton iterations per :math:`\alpha`.
+        max_iter: Newton iterations per :math:`\alpha` (a cold start at tiny :math:`\alpha`
+            needs about :math:`1.7 \log(1/\alpha)` damped steps for :math:`D = 2`; warm-started
+            grid points need a handful).
         return_info: also return ``(residual, iterations, nu)`` per :math:`\alpha`.
 
     Returns:
@@ -671,12 +674,13 @@ def _integrate(delta, args, rtol, atol, max_steps, stiff):
                            "(max_steps reached or step size collapsed)")
     num_saved = int(np.sum(np.isfinite(np.asarray(ts))))
     final = jax.tree_util.tree_map(lambda x: x[num_saved - 1], ys)
+    t_end = float(np.asarray(ts)[num_saved - 1])
     idx = np.minimum(np.arange(_UNIT.shape[0]), num_saved - 1)
     params = jax.tree_util.tree_map(lambda x: x[idx], ys)
     losses = jax.vmap(lambda p: _shifted_loss(p, args[:5]))(params) / args[4]
     return flows.Trajectory(steps=jnp.full(_UNIT.shape, int(n)), times=jnp.asarray(_UNIT),
                             params=params, losses=losses, final=final, num_steps=int(n),
-                            converged=bool(hit), diverged=False)
+                            converged=bool(hit), diverged=False), t_end
 
 
 class DiagonalRun(NamedTuple):
@@ -691,6 +695,8 @@ class DiagonalRun(NamedTuple):
         trajectory: the underlying :class:`lib.flows.Trajectory` (for the flow: of the
             displacements ``delta_plus = w_+ - alpha``, ``delta_minus``, in rescaled time; for
             gradient descent: of ``w_plus``, ``w_minus``).
+        stop_time: the flow time at which the loss reached ``target`` (for gradient descent:
+            ``num_steps * step_size``).
     """
 
     times: jax.Array
@@ -699,6 +705,7 @@ class DiagonalRun(NamedTuple):
     final_beta: jax.Array
     converged: bool
     trajectory: flows.Trajectory
+    stop_time: float
 
 
 def _run_args(X, y, alpha, depth):
@@ -724,7 +731,7 @@ def _time_scale(X, y, alpha, depth):
 
 
 def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_segments=40,
-                       max_steps=100_000, stiff=None):
+                       max_steps=300_000, stiff=False):
     r"""Integrate the gradient flow :math:`\dot w = -\nabla L(w)` of the diagonal network from
     :math:`w_\pm(0) = \alpha\mathbf 1` with :func:`lib.flows.gradient_flow` (diffrax, Tsit5)
     until the loss reaches ``target``.
@@ -748,9 +755,10 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
             typical size of :math:`\delta`).
         max_segments: segments of doubling length before giving up.
         max_steps: solver steps per segment.
-        stiff: use the implicit solver Kvaerno5 (default: for D >= 3 when
-            :math:`\alpha^{D-2} < 10^{-3}`, where the plateaus between the escapes of successive
-            coordinates are long compared with the fast time scale of the escaped ones).
+        stiff: use the implicit solver Kvaerno5 instead of Tsit5. For :math:`D \ge 3` and
+            :math:`\alpha^{D-2} \lesssim 10^{-3}` the plateaus between the escapes of successive
+            coordinates are long compared with the fast time scale of the escaped ones and the
+            explicit solver needs more than ``max_steps``; use :func:`implicit_bias_limit` there.
 
     Returns:
         A :class:`DiagonalRun`; ``times`` are flow times of :math:`\dot w = -\nabla L`.
@@ -771,8 +779,7 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
         target = 1e-20 * float(jnp.sum(y ** 2))
     target = _validate.positive("target", target)
     T = _time_scale(X, y, alpha, depth)
-    if stiff is None:  # saddle-to-saddle plateaus of D >= 3 at small scale are stiff
-        stiff = depth > 2 and alpha ** (depth - 2) < 1e-3
+    stiff = bool(stiff)
     # typical size of the displacement at the end: |beta|^(1/D) (small alpha) or
     # |beta| / (D alpha^(D-1)) (large alpha), with |beta| ~ the min-l2 solution's entries
     b2 = float(jnp.max(jnp.abs(jnp.linalg.lstsq(X, y)[0])))
@@ -783,7 +790,8 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     for _ in range(max_segments):
         args = (X, y, jnp.float64(alpha), jnp.float64(depth), jnp.float64(seg_T),
                 jnp.float64(target * seg_T))
-        traj = _integrate(delta, args, jnp.float64(rtol), jnp.float64(atol), max_steps, stiff)
+        traj, t_end = _integrate(delta, args, jnp.float64(rtol), jnp.float64(atol), max_steps,
+                                 stiff)
         pieces.append(traj)
         times.append(t0 + seg_T * np.asarray(_UNIT))
         delta = traj.final
@@ -791,6 +799,7 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
         seg_T *= 2.0
         if traj.converged:
             converged = True
+            t_stop = t0 - seg_T / 2.0 + seg_T / 2.0 * t_end
             break
     params = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *[p.params for p in pieces])
     beta = jax.vmap(lambda p: _beta_shifted(p, alpha, depth))(params)
@@ -805,7 +814,7 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
                             losses=losses, final=delta,
                             num_steps=sum(p.num_steps for p in pieces), converged=True,
                             diverged=False)
-    return DiagonalRun(traj.times, beta, losses, final_beta, True, traj)
+    return DiagonalRun(traj.times, beta, losses, final_beta, True, traj, t_stop)
 
 
 def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapshots=None,
@@ -830,7 +839,8 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
                                   step_size=step_size, num_steps=num_steps, snapshots=snapshots,
                                   target=target, loss_args=args, on_divergence=on_divergence)
     return DiagonalRun(traj.times, beta_of(traj.params, depth), traj.losses,
-                       beta_of(traj.final, depth), traj.converged, traj)
+                       beta_of(traj.final, depth), traj.converged, traj,
+                       float(traj.num_steps * step_size))
 
 
 # ----------------------------------------------------------------------------------------------

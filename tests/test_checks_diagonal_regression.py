@@ -1,0 +1,74 @@
+"""Checkers of the chapter *Diagonal linear networks*: a correct answer passes, a wrong one
+fails with a hint, a stub is "not attempted". Reference answers written independently."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import lib
+from lib.checks import check, registered
+
+
+def _dual(nu, X, y, alpha):
+    return alpha ** 2 * jnp.sum(jnp.exp(X.T @ nu) + jnp.exp(-X.T @ nu)) - y @ nu
+
+
+def _alpha_for_l1(X, y, depth, eps):
+    """Bisection in log(alpha) (a different method from the chapter's grid)."""
+    l1 = float(np.abs(np.asarray(lib.min_norm_interpolant(X, y, p=1))).sum())
+
+    def excess(log_a):
+        b = np.asarray(lib.implicit_bias_limit(X, y, float(np.exp(log_a)), depth))
+        return np.abs(b).sum() / l1 - 1 - eps
+
+    lo, hi = -300.0, 5.0  # excess(lo) < 0 < excess(hi)
+    while hi - lo > 0.3:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if excess(mid) <= 0 else (lo, mid)
+    return float(np.exp(lo))
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+CORRECT = {"diagonal_regression/dual-d2": _dual,
+           "diagonal_regression/alpha-for-l1": _alpha_for_l1}
+WRONG = {
+    "diagonal_regression/dual-d2": lambda nu, X, y, alpha: alpha * jnp.sum(jnp.cosh(X.T @ nu))
+    - y @ nu,
+    "diagonal_regression/alpha-for-l1": lambda X, y, depth, eps: 1e-300,
+}
+
+
+def test_every_registered_exercise_is_covered_here():
+    ids = [e for e in registered() if e.startswith("diagonal_regression/")]
+    assert sorted(ids) == sorted(CORRECT)
+
+
+@pytest.mark.parametrize("exercise", sorted(CORRECT))
+def test_correct_passes(exercise):
+    assert check(exercise, CORRECT[exercise], quiet=True).status == "passes"
+
+
+@pytest.mark.parametrize("exercise", sorted(WRONG))
+def test_wrong_fails_with_hint(exercise):
+    result = check(exercise, WRONG[exercise], quiet=True)
+    assert result.status == "fails" and result.message
+
+
+def test_too_large_alpha_fails():
+    result = check("diagonal_regression/alpha-for-l1", lambda X, y, depth, eps: 10.0, quiet=True)
+    assert result.status == "fails" and "go smaller" in result.message
+
+
+def test_sign_error_in_dual_is_named():
+    result = check("diagonal_regression/dual-d2",
+                   lambda nu, X, y, a: -(a ** 2 * jnp.sum(2 * jnp.cosh(X.T @ nu)) - y @ nu),
+                   quiet=True)
+    assert result.status == "fails" and "sign" in result.message
+
+
+@pytest.mark.parametrize("exercise", sorted(CORRECT))
+def test_stub_is_not_attempted(exercise):
+    assert check(exercise, _stub, quiet=True).status == "not attempted"
