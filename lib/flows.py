@@ -452,11 +452,28 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
     _validate.positive("rtol", rtol)
     _validate.positive("atol", atol)
     max_steps = _validate.integer("max_steps", max_steps, minimum=1)
+    if not callable(loss):
+        raise ValueError("loss must be a callable params -> scalar")
+    if not jax.tree_util.tree_leaves(params0):
+        raise ValueError("params0 must contain at least one array")
     params0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=jnp.float64), params0)
     if not bool(_all_finite(params0)):
         raise ValueError("params0 contains non-finite values")
+    if target is not None:
+        target = _validate.as_array("target", target, ndim=0)
 
     value, field = _flow_functions(loss)
+    try:
+        loss0 = value(params0, loss_args)
+    except TypeError as err:
+        raise ValueError(f"loss must return a real scalar for params0: {err}") from err
+    if jnp.shape(loss0) != () or not bool(jnp.isfinite(loss0)):
+        raise ValueError(f"loss must be a finite scalar at params0, got {loss0}")
+    if target is not None and float(loss0) <= float(target):  # already there: nothing to do
+        stacked = jax.tree_util.tree_map(lambda x: jnp.stack([x] * times.shape[0]), params0)
+        return Trajectory(steps=jnp.zeros(times.shape, dtype=jnp.int64), times=times,
+                          params=stacked, losses=jnp.full(times.shape, loss0), final=params0,
+                          num_steps=0, converged=True, diverged=False)
     event = None
     if target is not None:  # a continuous event located by Newton's method: stop at L = target
         event = _target_event(loss, float(target), float(rtol), float(atol))

@@ -197,3 +197,14 @@ def test_sweep_shared_loss_args():
 def test_bad_losses(loss, kwargs, match):
     with pytest.raises(ValueError, match=match):
         lib.gradient_descent(loss, jnp.ones(2), step_size=0.1, num_steps=5, **kwargs)
+
+
+def test_flow_target_already_met_and_bad_loss():
+    traj = lib.gradient_flow(lambda w: 0.5 * jnp.sum(w ** 2), jnp.ones(2), jnp.array([0.0, 1.0]),
+                             target=5.0)
+    assert traj.converged and traj.num_steps == 0
+    np.testing.assert_array_equal(traj.final, 1.0)
+    with pytest.raises(ValueError, match="finite scalar"):
+        lib.gradient_flow(lambda w: jnp.nan * jnp.sum(w), jnp.ones(2), jnp.array([1.0]))
+    with pytest.raises(ValueError, match="callable"):
+        lib.gradient_flow(3, jnp.ones(2), jnp.array([1.0]))
