@@ -812,7 +812,16 @@ def _krr_grade_one():
             record.update(status="error", message=f"evaluating {answer} raised "
                           f"{{_b.type(err).__name__}}: {{err}}")
         else:
-            _checks = _b.__import__("lib.checks", fromlist=["check"])
+            # Re-execute the checkers from disk, so that a submission that replaced
+            # lib.checks.check (or a checker) in its own kernel is graded by the real ones.
+            # Checkers registered by the chapter's own cells (not in lib/checks/) are kept.
+            _il, _sys = _b.__import__("importlib"), _b.__import__("sys")
+            _old = _b.dict(_il.import_module("lib.checks")._REGISTRY)
+            _checks = _il.reload(_sys.modules["lib.checks"])
+            for _name in [n for n in _b.list(_sys.modules) if n.startswith("lib.checks.")]:
+                _il.reload(_sys.modules[_name])
+            for _key, _fn in _old.items():
+                _checks._REGISTRY.setdefault(_key, _fn)
             result = _checks.check({exercise!r}, _answer, quiet=True)
             record.update(status=_b.str(result.status), message=_b.str(result.message))
     except _b.Exception as err:

@@ -251,6 +251,12 @@ os._exit(1)
 """
 
 
+CHEAT = """\
+import lib.checks as _c
+_c.check = lambda exercise, answer, quiet=False: _c.CheckResult(exercise, "passes", "")
+"""
+
+
 def _submissions(folder: Path) -> Path:
     def student():
         return hw.student_notebook(DEMO)
@@ -271,9 +277,11 @@ def _submissions(folder: Path) -> Path:
             _replace_stub(student(), "demo/square", "def sq(x):\n    return x * x\n"),
             "demo/total"),
         "dead_forger": student(),
+        "cheater": student(),
     }
     subs["loop"].cells.append(nbformat.v4.new_code_cell("total = 1 + 2 + 3"))
     subs["dead_forger"].cells.insert(0, nbformat.v4.new_code_cell(FORGE))
+    subs["cheater"].cells.insert(0, nbformat.v4.new_code_cell(CHEAT))
     for name, nb in subs.items():
         nbformat.write(nb, folder / f"{name}.ipynb")
     (folder / "invalid_json.ipynb").write_text('{"cells": [ not json')
@@ -301,6 +309,7 @@ EXPECTED = {
     "loop": (0, 1, "did not finish", ""),
     "renamed_deleted": (0, 0, "`square` is not defined", "`total` is not defined"),
     "dead_forger": (0, 0, "kernel died", "kernel died"),
+    "cheater": (0, 0, "not attempted", "not attempted"),
     "invalid_json": (0, 0, "invalid notebook", "invalid notebook"),
     "not_a_notebook": (0, 0, "invalid notebook", "invalid notebook"),
 }
