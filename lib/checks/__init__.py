@@ -109,4 +109,5 @@ def check(exercise: str, answer, *, quiet: bool = False) -> CheckResult:
 
 
 # Checkers of each chapter register themselves on import.
+from . import parity as _parity  # noqa: E402,F401
 from . import setup as _setup  # noqa: E402,F401
