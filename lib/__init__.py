@@ -10,6 +10,8 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.kernels`: kernel regression, RKHS norms and distances between kernels.
 * :mod:`lib.lazy`: training a scaled model and measuring how lazy the run was.
 * :mod:`lib.margins`: smoothed and F1 margins, kernel/simplex/F1 max-margin references.
+* :mod:`lib.parity`: biased sparse and leaky parities, exact population quantities, the
+  selected-parity models (Malach et al. 2021).
 * :mod:`lib.diagonal`: diagonal linear networks, their implicit bias Q and its exact limits.
 * :mod:`lib.plotting`: the figure style.
 * :mod:`lib.checks`: self-checks for the exercises.
@@ -31,6 +33,7 @@ from . import (  # noqa: E402
     lazy,
     margins,
     ntk,
+    parity,
     plotting,
     twolayer,
 )
@@ -70,9 +73,28 @@ from .margins import (  # noqa: E402
     smoothed_margin,
 )
 from .ntk import empirical_ntk, linearize, relu_ntk  # noqa: E402
+from .parity import (  # noqa: E402
+    best_feature_loss,
+    biased_sparse_parity,
+    bsp_best_linear_loss,
+    bsp_correlations,
+    leaky_parity,
+    parity_atoms,
+    population_loss,
+    selected_parity,
+)
 from .twolayer import init_two_layer, two_layer, two_layer_batch  # noqa: E402
 
 __all__ = [
+    "parity",
+    "best_feature_loss",
+    "biased_sparse_parity",
+    "bsp_best_linear_loss",
+    "bsp_correlations",
+    "leaky_parity",
+    "parity_atoms",
+    "population_loss",
+    "selected_parity",
     "diagonal",
     "Q",
     "exponential_loss_path",

@@ -114,4 +114,5 @@ from . import diagonal_classification as _diagonal_classification  # noqa: E402,
 from . import diagonal_regression as _diagonal_regression  # noqa: E402,F401
 from . import f1f2 as _f1f2  # noqa: E402,F401
 from . import lazy_training as _lazy_training  # noqa: E402,F401
+from . import parity as _parity  # noqa: E402,F401
 from . import setup as _setup  # noqa: E402,F401

@@ -1,0 +1,563 @@
+r"""Sparse parities on which gradient descent beats every small kernel (Malach et al. 2021).
+
+Two learning problems over :math:`x \in \{-1, +1\}^n`, one distribution per subset
+:math:`I \subset [n]` of size :math:`k`, with the square loss :math:`\tfrac12 (f - y)^2` (so the
+null predictor has loss 1/2, and the *edge* of a predictor is 1/2 minus its loss):
+
+* **biased sparse parities** :math:`\mathcal{P}^{\mathrm{bsp}}[n, k, \alpha]` (Malach, Kamath,
+  Abbe & Srebro 2021, Sec. 3): with probability :math:`1 - \alpha` the bits are uniform, with
+  probability :math:`\alpha` they are i.i.d. with :math:`P(x_i = 1) = 3/4`; the label is the
+  parity :math:`y = \chi_I(x) = \prod_{i \in I} x_i`. Then
+
+  .. math::
+      \mathbb{E}[y x_j] = \alpha 2^{1-k} \ (j \in I), \qquad
+      \mathbb{E}[y x_j] = \alpha 2^{-k-1} \ (j \notin I) \qquad (k \ge 2),
+
+  so a *linear* predictor has a small edge, which one gradient step can detect.
+* **leaky parities** :math:`\mathcal{P}^{\mathrm{lp}}[n, \alpha]` (Sec. 5): with probability
+  :math:`1 - \alpha`, uniform :math:`x` and :math:`y = \chi_I(x)`; with probability
+  :math:`\alpha`, the single point :math:`x^I` (here :math:`x^I_i = +1` on :math:`I`, :math:`-1`
+  off it) with a uniformly random label.
+
+The paper's smooth models (its eqs. 9-13 and 28) are not reproduced; :func:`selected_parity` and
+:func:`leaky_selected_parity` are constructions of this course with the properties the proofs
+use (checked in ``tests/test_parity.py``): value and gradient at :math:`\theta = 0`, and exact
+parity output once one gradient step has moved :math:`\theta` onto the relevant coordinates.
+
+Exact population quantities are computed either in closed form
+(:func:`bsp_correlations`, :func:`bsp_second_moments`, :func:`bsp_best_linear_loss`) or by
+enumerating the finite support of the distribution (:func:`parity_atoms`,
+:func:`population_loss`, :func:`best_feature_loss`), which is exact for :math:`n \le 16`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate
+
+__all__ = [
+    "MAX_ENUMERATE",
+    "best_feature_loss",
+    "biased_sparse_parity",
+    "bsp_best_linear_loss",
+    "bsp_correlations",
+    "bsp_second_moments",
+    "leaky_parity",
+    "leaky_point",
+    "leaky_selected_parity",
+    "parity",
+    "parity_atoms",
+    "population_loss",
+    "selected_parity",
+    "smooth_step",
+]
+
+MAX_ENUMERATE = 16
+"""Largest ``n`` for which :func:`parity_atoms` enumerates :math:`\\{-1,+1\\}^n` (65536 points)."""
+
+_BIAS = 0.75  # P(x_i = +1) in the biased component
+
+
+# ----------------------------------------------------------------------------- validation
+
+def _check_problem(n, subset, alpha):
+    n = _validate.integer("n", n, minimum=1)
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real | np.ndarray | jnp.ndarray):
+        raise ValueError(f"alpha must be a real number in [0, 1], got {alpha!r}")
+    alpha = float(alpha)
+    if not (0.0 <= alpha <= 1.0):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+    try:
+        idx = [int(i) for i in np.asarray(subset).ravel()]
+        ok = all(float(i) == float(j) for i, j in zip(idx, np.asarray(subset).ravel(),
+                                                      strict=True))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"subset must be a sequence of integer indices, got {subset!r}") from err
+    if not ok:
+        raise ValueError(f"subset must contain integer indices, got {subset!r}")
+    k = len(idx)
+    if k < 1:
+        raise ValueError("subset must contain at least one index (k >= 1)")
+    if k > n:
+        raise ValueError(f"subset has k = {k} indices but n = {n}; need k <= n")
+    if len(set(idx)) != k:
+        raise ValueError(f"subset must not contain repeated indices, got {idx}")
+    if min(idx) < 0 or max(idx) >= n:
+        raise ValueError(f"subset indices must lie in [0, n) = [0, {n}), got {idx}")
+    return n, np.array(sorted(idx)), alpha
+
+
+# ----------------------------------------------------------------------------- samplers
+
+def parity(x, subset):
+    r"""The parity :math:`\chi_I(x) = \prod_{i \in I} x_i` of the columns ``subset`` of ``x``.
+
+    Args:
+        x: ``(N, n)`` array with entries in {-1, +1}.
+        subset: indices :math:`I` (integers in ``[0, n)``, no repeats, at least one).
+
+    Returns:
+        ``(N,)`` float64 array with entries in {-1, +1}.
+
+    Raises:
+        ValueError: ``x`` not two-dimensional or ``subset`` invalid.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> parity(jnp.array([[1.0, -1.0, -1.0]]), [1, 2]).tolist()
+        [1.0]
+    """
+    x = _validate.as_array("x", x, ndim=2)
+    _, idx, _ = _check_problem(x.shape[1], subset, 0.0)
+    return jnp.prod(x[:, idx], axis=1)
+
+
+def biased_sparse_parity(key, num_samples: int, n: int, subset, alpha: float):
+    r"""Samples of the biased sparse parity :math:`\mathcal{D}_I \in \mathcal{P}^{\mathrm{bsp}}
+    [n, k, \alpha]` (Malach et al. 2021, Sec. 3, as reconstructed from the proof of Claim 3.1).
+
+    Each sample is, with probability :math:`1 - \alpha`, uniform on :math:`\{-1,+1\}^n`, and with
+    probability :math:`\alpha` made of i.i.d. bits with :math:`P(x_i = +1) = 3/4`; its label is
+    :math:`y = \prod_{i \in I} x_i`.
+
+    Args:
+        key: a ``jax.random`` key.
+        num_samples: number of samples ``N >= 1``.
+        n: input dimension (>= 1).
+        subset: the parity's indices :math:`I` (``k = len(subset)`` distinct integers in
+            ``[0, n)``, ``1 <= k <= n``).
+        alpha: mixture weight of the biased component, in ``[0, 1]``.
+
+    Returns:
+        ``(x, y)``: ``x`` of shape ``(N, n)`` and ``y`` of shape ``(N,)``, float64, entries in
+        {-1, +1}.
+
+    Raises:
+        ValueError: ``subset`` out of range, repeated or longer than ``n``; ``alpha`` outside
+            [0, 1]; non-positive ``num_samples`` or ``n``.
+
+    Example:
+        >>> import jax
+        >>> x, y = biased_sparse_parity(jax.random.key(0), 5, n=4, subset=[0, 2], alpha=0.5)
+        >>> x.shape, y.shape
+        ((5, 4), (5,))
+    """
+    num_samples = _validate.integer("num_samples", num_samples, minimum=1)
+    n, idx, alpha = _check_problem(n, subset, alpha)
+    return _bsp_sample(key, num_samples, n, jnp.asarray(idx), alpha)
+
+
+def _bsp_sample(key, num_samples, n, idx, alpha):
+    """Unvalidated sampler (usable inside ``jax.jit`` / ``lax.scan``)."""
+    k_unif, k_bias, k_pick = jax.random.split(key, 3)
+    uniform = jax.random.bernoulli(k_unif, 0.5, (num_samples, n))
+    biased = jax.random.bernoulli(k_bias, _BIAS, (num_samples, n))
+    pick = jax.random.bernoulli(k_pick, alpha, (num_samples, 1))
+    x = 2.0 * jnp.where(pick, biased, uniform).astype(jnp.float64) - 1.0
+    return x, jnp.prod(x[:, idx], axis=1)
+
+
+def leaky_point(n: int, subset):
+    r"""The point :math:`x^I` of the leaky parity: :math:`+1` on ``subset``, :math:`-1` off it.
+
+    Args:
+        n: input dimension (>= 1).
+        subset: indices :math:`I` (distinct integers in ``[0, n)``).
+
+    Returns:
+        ``(n,)`` float64 array.
+
+    Raises:
+        ValueError: invalid ``n`` or ``subset``.
+
+    Example:
+        >>> leaky_point(4, [1, 2]).tolist()
+        [-1.0, 1.0, 1.0, -1.0]
+    """
+    n, idx, _ = _check_problem(n, subset, 0.0)
+    return jnp.full(n, -1.0).at[idx].set(1.0)
+
+
+def leaky_parity(key, num_samples: int, n: int, subset, alpha: float):
+    r"""Samples of the leaky parity :math:`\mathcal{D}_I \in \mathcal{P}^{\mathrm{lp}}[n, \alpha]`
+    (Malach et al. 2021, Sec. 5).
+
+    With probability :math:`1 - \alpha`: :math:`x` uniform and :math:`y = \chi_I(x)`; with
+    probability :math:`\alpha`: :math:`x = x^I` (:func:`leaky_point`) and :math:`y` uniform on
+    {-1, +1}. Different subsets have different input distributions: the point :math:`x^I` leaks
+    :math:`I` to a learner that looks at unlabeled inputs.
+
+    Args:
+        key: a ``jax.random`` key.
+        num_samples: ``N >= 1``.
+        n: input dimension (>= 1).
+        subset: :math:`I` (distinct integers in ``[0, n)``, ``1 <= k <= n``).
+        alpha: weight of the leaked point, in ``[0, 1]``.
+
+    Returns:
+        ``(x, y)`` of shapes ``(N, n)`` and ``(N,)``, float64, entries in {-1, +1}.
+
+    Raises:
+        ValueError: as :func:`biased_sparse_parity`.
+
+    Example:
+        >>> import jax
+        >>> x, y = leaky_parity(jax.random.key(0), 3, n=5, subset=[0, 1], alpha=1.0)
+        >>> bool((x == leaky_point(5, [0, 1])).all())
+        True
+    """
+    num_samples = _validate.integer("num_samples", num_samples, minimum=1)
+    n, idx, alpha = _check_problem(n, subset, alpha)
+    k_unif, k_pick, k_label = jax.random.split(key, 3)
+    uniform = 2.0 * jax.random.bernoulli(k_unif, 0.5, (num_samples, n)).astype(jnp.float64) - 1
+    pick = jax.random.bernoulli(k_pick, alpha, (num_samples,))
+    point = leaky_point(n, idx)
+    x = jnp.where(pick[:, None], point[None, :], uniform)
+    coin = jax.random.rademacher(k_label, (num_samples,), dtype=jnp.float64)
+    y = jnp.where(pick, coin, jnp.prod(uniform[:, idx], axis=1))
+    return x, y
+
+
+# ----------------------------------------------------------------------------- exact moments
+
+def bsp_correlations(n: int, subset, alpha: float):
+    r"""Exact correlations :math:`c_j = \mathbb{E}[y\, x_j]` under the biased sparse parity.
+
+    .. math::
+        c_j = (1-\alpha)\,[I = \{j\}] + \alpha\, 2^{1-k} \ (j \in I), \qquad
+        c_j = \alpha\, 2^{-k-1} \ (j \notin I),
+
+    since under the biased component :math:`\mathbb{E}[x_i] = 1/2` independently, and under the
+    uniform one :math:`\mathbb{E}[x_j \chi_I] = 0` unless :math:`I = \{j\}` (Malach et al. 2021,
+    proof of Claim 3.1).
+
+    Args:
+        n, subset, alpha: the distribution, as in :func:`biased_sparse_parity`.
+
+    Returns:
+        ``(n,)`` float64 array.
+
+    Raises:
+        ValueError: as :func:`biased_sparse_parity`.
+
+    Example:
+        >>> bsp_correlations(4, [0, 1], 0.5).tolist()
+        [0.25, 0.25, 0.0625, 0.0625]
+    """
+    n, idx, alpha = _check_problem(n, subset, alpha)
+    k = len(idx)
+    on = alpha * 2.0 ** (1 - k) + (1.0 - alpha) * (k == 1)
+    c = np.full(n, alpha * 2.0 ** (-k - 1))
+    c[idx] = on
+    return jnp.asarray(c)
+
+
+def bsp_second_moments(n: int, alpha: float):
+    r"""Exact :math:`\Sigma = \mathbb{E}[x x^\top]` under the biased sparse parity's input law.
+
+    .. math::
+        \Sigma = (1 - \alpha/4)\, I_n + (\alpha/4)\, \mathbf{1}\mathbf{1}^\top ,
+
+    since :math:`\mathbb{E}[x_i x_j] = \alpha (1/2)^2` for :math:`i \ne j`.
+
+    Args:
+        n: input dimension (>= 1).
+        alpha: in ``[0, 1]``.
+
+    Returns:
+        ``(n, n)`` float64 array.
+
+    Raises:
+        ValueError: invalid ``n`` or ``alpha``.
+
+    Example:
+        >>> bsp_second_moments(2, 1.0).tolist()
+        [[1.0, 0.25], [0.25, 1.0]]
+    """
+    n, _, alpha = _check_problem(n, [0], alpha)
+    return (1.0 - alpha / 4) * jnp.eye(n) + alpha / 4 * jnp.ones((n, n))
+
+
+def bsp_best_linear_loss(n: int, subset, alpha: float):
+    r"""Exact population loss of the best linear predictor :math:`h_w(x) = \langle w, x\rangle`.
+
+    The selected-parity model's tangent kernel at :math:`\theta = 0` is :math:`4\langle x,
+    x'\rangle` (Malach et al. 2021, Claim 3.2), so its span is the linear predictors, and
+
+    .. math::
+        \min_w \tfrac12 \mathbb{E}(y - \langle w, x\rangle)^2 = \tfrac12 - \tfrac12\, c^\top
+        \Sigma^{-1} c, \qquad
+        c^\top \Sigma^{-1} c = \frac{1}{a}\Bigl(\|c\|^2 - \frac{b\,(\mathbf 1^\top c)^2}{a + n b}
+        \Bigr),
+
+    with :math:`c` from :func:`bsp_correlations` and :math:`\Sigma = a I + b \mathbf 1
+    \mathbf 1^\top` (:func:`bsp_second_moments`, :math:`a = 1 - \alpha/4`, :math:`b =
+    \alpha/4`), inverted by the Sherman-Morrison formula. Claim 3.2 brackets it, for
+    :math:`k \ge 2`, between :math:`\tfrac12 - \tfrac\alpha2` and
+    :math:`\tfrac12 - \alpha^2/2^{2k}`.
+
+    Args:
+        n, subset, alpha: the distribution, as in :func:`biased_sparse_parity`.
+
+    Returns:
+        A Python float, the minimal loss (the edge is ``0.5 - loss``).
+
+    Raises:
+        ValueError: as :func:`biased_sparse_parity`.
+
+    Example:
+        >>> bsp_best_linear_loss(10, [0, 1, 2], 0.0)
+        0.5
+    """
+    n, idx, alpha = _check_problem(n, subset, alpha)
+    c = np.asarray(bsp_correlations(n, idx, alpha))
+    a, b = 1.0 - alpha / 4, alpha / 4
+    quad = (c @ c - b * c.sum() ** 2 / (a + n * b)) / a
+    return float(0.5 - 0.5 * quad)
+
+
+# ----------------------------------------------------------------------------- enumeration
+
+def parity_atoms(n: int, subset, alpha: float, kind: str = "biased"):
+    r"""The finite support of a parity distribution: atoms :math:`(x, y)` with probabilities.
+
+    ``kind="biased"``: all :math:`2^n` points, weight :math:`(1-\alpha) 2^{-n} + \alpha
+    \prod_i (3/4)^{[x_i = 1]} (1/4)^{[x_i = -1]}`, label :math:`\chi_I(x)`.
+    ``kind="leaky"``: all :math:`2^n` points with weight :math:`(1-\alpha)2^{-n}` and label
+    :math:`\chi_I(x)`, plus two atoms :math:`(x^I, \pm 1)` of weight :math:`\alpha/2` each.
+    Expectations over these atoms are exact population expectations.
+
+    Args:
+        n: input dimension, ``1 <= n <= MAX_ENUMERATE``.
+        subset, alpha: as in :func:`biased_sparse_parity`.
+        kind: ``"biased"`` or ``"leaky"``.
+
+    Returns:
+        ``(x, y, prob)`` of shapes ``(M, n)``, ``(M,)``, ``(M,)``; ``prob`` sums to 1.
+
+    Raises:
+        ValueError: ``n > MAX_ENUMERATE``, unknown ``kind``, or invalid ``subset`` / ``alpha``.
+
+    Example:
+        >>> x, y, p = parity_atoms(3, [0, 1], 0.5)
+        >>> x.shape, round(float(p.sum()), 12)
+        ((8, 3), 1.0)
+    """
+    n, idx, alpha = _check_problem(n, subset, alpha)
+    if n > MAX_ENUMERATE:
+        raise ValueError(f"n = {n} is too large to enumerate 2^n points; need n <= "
+                         f"{MAX_ENUMERATE}")
+    if kind not in ("biased", "leaky"):
+        raise ValueError(f"kind must be 'biased' or 'leaky', got {kind!r}")
+    x = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
+    y = np.prod(x[:, idx], axis=1)
+    uniform = np.full(len(x), 2.0 ** -n)
+    if kind == "biased":
+        ones = (x > 0).sum(axis=1)
+        biased = _BIAS ** ones * (1 - _BIAS) ** (n - ones)
+        prob = (1 - alpha) * uniform + alpha * biased
+    else:
+        point = np.asarray(leaky_point(n, idx))
+        x = np.vstack([x, point, point])
+        y = np.concatenate([y, [1.0, -1.0]])
+        prob = np.concatenate([(1 - alpha) * uniform, [alpha / 2, alpha / 2]])
+    return jnp.asarray(x), jnp.asarray(y), jnp.asarray(prob)
+
+
+def _check_atoms(atoms):
+    try:
+        x, y, prob = atoms
+    except (TypeError, ValueError) as err:
+        raise ValueError("atoms must be a triple (x, y, prob) as from parity_atoms") from err
+    x = _validate.as_array("atoms[0] (x)", x, ndim=2)
+    y = _validate.as_array("atoms[1] (y)", y, shape=(x.shape[0],))
+    prob = _validate.as_array("atoms[2] (prob)", prob, shape=(x.shape[0],))
+    if np.any(np.asarray(prob) < 0) or abs(float(prob.sum()) - 1.0) > 1e-9:
+        raise ValueError("atoms[2] (prob) must be non-negative and sum to 1")
+    return x, y, prob
+
+
+def population_loss(predictions, atoms):
+    r"""Exact population square loss :math:`\sum_a p_a \tfrac12 (f(x_a) - y_a)^2`.
+
+    Args:
+        predictions: ``(M,)`` predictions at the atoms' inputs, or a callable mapping the
+            ``(M, n)`` inputs to them.
+        atoms: ``(x, y, prob)`` from :func:`parity_atoms`.
+
+    Returns:
+        A scalar float64 array (differentiable if ``predictions`` is).
+
+    Raises:
+        ValueError: malformed ``atoms`` or predictions of the wrong shape or not finite.
+
+    Example:
+        >>> atoms = parity_atoms(3, [0, 1], 0.3)
+        >>> round(float(population_loss(lambda x: 0 * x[:, 0], atoms)), 12)   # null predictor
+        0.5
+    """
+    x, y, prob = _check_atoms(atoms)
+    f = predictions(x) if callable(predictions) else predictions
+    f = jnp.asarray(f)
+    if f.shape != y.shape:
+        raise ValueError(f"predictions must have shape {y.shape}, got {f.shape}")
+    try:
+        finite = bool(jnp.all(jnp.isfinite(f)))
+    except jax.errors.ConcretizationTypeError:  # traced (under jax.grad / jit): cannot check
+        finite = True
+    if not finite:
+        raise ValueError("predictions contain NaN or inf")
+    return 0.5 * jnp.sum(prob * (f - y) ** 2)
+
+
+def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
+    r"""Exact loss of the best predictor :math:`h(x) = \langle w, \phi(x)\rangle` in the span of
+    the features (any norm bound: the infimum over :math:`\mathcal{F}(K, B)` as :math:`B \to
+    \infty`).
+
+    .. math::
+        \min_w \tfrac12 \mathbb{E}(y - \langle w, \phi(x)\rangle)^2
+        = \tfrac12 \mathbb{E}[y^2] - \tfrac12\, c^\top \Sigma^{+} c, \qquad
+        c = \mathbb{E}[y\, \phi(x)],\ \Sigma = \mathbb{E}[\phi(x)\phi(x)^\top],
+
+    computed by weighted least squares (``numpy.linalg.lstsq`` on :math:`\sqrt{p}\,\Phi`), which
+    handles rank-deficient features. With a kernel :math:`K(x, x') = \langle\phi(x),
+    \phi(x')\rangle` this is the best loss any kernel predictor can reach.
+
+    Args:
+        features: ``(M, p)`` features :math:`\phi(x_a)` at the atoms, or a callable mapping the
+            ``(M, n)`` inputs to them.
+        atoms: ``(x, y, prob)`` from :func:`parity_atoms`.
+        rcond: relative cut-off for small singular values (``lstsq``'s ``rcond``).
+
+    Returns:
+        ``(loss, w)``: a float and the ``(p,)`` minimizing weights.
+
+    Raises:
+        ValueError: malformed ``atoms`` or features, or non-finite features.
+
+    Example:
+        >>> atoms = parity_atoms(4, [0, 1], 0.0)
+        >>> loss, w = best_feature_loss(lambda x: x, atoms)   # linear: no edge on a 2-parity
+        >>> round(loss, 12)
+        0.5
+    """
+    x, y, prob = _check_atoms(atoms)
+    phi = features(x) if callable(features) else features
+    phi = _validate.as_array("features", phi, ndim=2)
+    if phi.shape[0] != x.shape[0]:
+        raise ValueError(f"features must have {x.shape[0]} rows (one per atom), got "
+                         f"{phi.shape[0]}")
+    sq = np.sqrt(np.asarray(prob))
+    A = np.asarray(phi) * sq[:, None]
+    b = np.asarray(y) * sq
+    w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
+    loss = 0.5 * float(np.sum((A @ w - b) ** 2))
+    return loss, jnp.asarray(w)
+
+
+# ----------------------------------------------------------------------------- models
+
+def smooth_step(z):
+    r"""The piecewise-quadratic sigmoid :math:`\sigma` of Malach et al. (2021, Sec. 3).
+
+    .. math::
+        \sigma(z) = 0\ (z \le 0),\quad 2z^2\ (0 \le z \le \tfrac12),\quad
+        1 - 2(1-z)^2\ (\tfrac12 \le z \le 1),\quad 1\ (z \ge 1).
+
+    It is continuously differentiable, :math:`|\sigma'| \le 2`, and flat (value and slope
+    constant) outside :math:`(0, 1)`: the gates of the models below switch on or off without
+    changing the gradient where they are closed.
+
+    Args:
+        z: float array of any shape.
+
+    Returns:
+        Array of the shape of ``z`` with values in [0, 1].
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> smooth_step(jnp.array([-1.0, 0.25, 0.5, 0.75, 2.0])).tolist()
+        [0.0, 0.125, 0.5, 0.875, 1.0]
+    """
+    z = jnp.clip(z, 0.0, 1.0)
+    return jnp.where(z < 0.5, 2.0 * z**2, 1.0 - 2.0 * (1.0 - z) ** 2)
+
+
+def selected_parity(theta, x):
+    r"""The selected-parity model: a linear predictor that turns into the parity of the
+    coordinates it has selected (this course's version of Malach et al. 2021, eqs. 8-13).
+
+    .. math::
+        g_i = \sigma\Bigl(\frac{n^2\theta_i^2 - 4}{5}\Bigr), \quad
+        A = \sigma\Bigl(\sum_i g_i\Bigr), \quad
+        f_\theta(x) = (1 - A)\, 2\langle\theta, x\rangle + A \prod_{i=1}^n (1 - g_i + g_i x_i),
+
+    with :math:`\sigma` = :func:`smooth_step`. The gate :math:`g_i` is 0 when
+    :math:`|\theta_i| \le 2/n` and 1 when :math:`|\theta_i| \ge 3/n` (threshold
+    :math:`\nu \in [2/n, 3/n]`), so
+
+    * at :math:`\theta = 0`: :math:`f_0(x) = 0` (unbiased) and :math:`\nabla_\theta f_0(x) = 2x`
+      (tangent kernel :math:`4\langle x, x'\rangle`), because every gate is flat there;
+    * if :math:`|\theta_i| \ge 3/n` exactly on :math:`I \ne \emptyset` and
+      :math:`|\theta_i| \le 2/n` elsewhere: :math:`f_\theta(x) = \chi_I(x)` for every ``x``.
+
+    Args:
+        theta: ``(n,)`` float parameters.
+        x: ``(n,)`` input in {-1, +1}^n (one point: use ``jax.vmap`` for a batch).
+
+    Returns:
+        Scalar float64 array.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> x = jnp.array([1.0, -1.0, -1.0, 1.0])
+        >>> float(selected_parity(jnp.zeros(4), x))
+        0.0
+        >>> jax.grad(selected_parity)(jnp.zeros(4), x).tolist()
+        [2.0, -2.0, -2.0, 2.0]
+        >>> float(selected_parity(jnp.array([1.0, 1.0, 0.0, 0.0]), x))   # parity of x_0 x_1
+        -1.0
+    """
+    n = theta.shape[0]
+    g = smooth_step((n**2 * theta**2 - 4.0) / 5.0)
+    gate = smooth_step(jnp.sum(g))
+    return (1.0 - gate) * 2.0 * jnp.dot(theta, x) + gate * jnp.prod(1.0 - g + g * x)
+
+
+def leaky_selected_parity(theta, x):
+    r"""The biased-initialization model for leaky parities (this course's version of Malach et
+    al. 2021, eq. 28).
+
+    .. math::
+        g_i = \sigma(n\theta_i - 2), \quad A = \sigma\Bigl(\sum_i g_i\Bigr), \quad
+        f_\theta(x) = (1 - A)\bigl(-1 + 2\langle\theta, x\rangle\bigr)
+                      + A \prod_{i=1}^n (1 - g_i + g_i x_i).
+
+    The gate is one-sided: it opens only for :math:`\theta_i \ge 3/n` (and is closed for
+    :math:`\theta_i \le 2/n`, negative values included). At :math:`\theta = 0`:
+    :math:`f_0 = -1` (a *biased* initialization) and :math:`\nabla_\theta f_0(x) = 2x`, so the
+    tangent kernel with its bias feature :math:`f_0` is :math:`1 + 4\langle x, x'\rangle`.
+
+    Args:
+        theta: ``(n,)`` float parameters.
+        x: ``(n,)`` input in {-1, +1}^n.
+
+    Returns:
+        Scalar float64 array.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> float(leaky_selected_parity(jnp.zeros(3), jnp.ones(3)))
+        -1.0
+    """
+    n = theta.shape[0]
+    g = smooth_step(n * theta - 2.0)
+    gate = smooth_step(jnp.sum(g))
+    return (1.0 - gate) * (-1.0 + 2.0 * jnp.dot(theta, x)) + gate * jnp.prod(1.0 - g + g * x)

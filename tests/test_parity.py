@@ -1,0 +1,180 @@
+"""Tests of lib.parity against independent answers: Monte Carlo, enumeration of the support,
+least squares, finite differences and hand-derived values."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lib import parity as P
+
+CASES = [(4, [0, 1], 0.5), (6, [1, 3, 5], 0.3), (7, [0, 2, 3, 6], 0.9), (5, [2], 0.4),
+         (6, [0, 1, 2, 3, 4, 5], 0.2), (5, [0, 4], 0.0), (5, [1, 2], 1.0)]
+
+
+def _enumerate_moments(n, subset, alpha):
+    """E[y x] and E[x x^T] by an explicit double loop over {-1,1}^n (no vectorization)."""
+    c = np.zeros(n)
+    S = np.zeros((n, n))
+    for bits in itertools.product((-1, 1), repeat=n):
+        x = np.array(bits, dtype=float)
+        ones = int((x > 0).sum())
+        p = (1 - alpha) / 2**n + alpha * 0.75**ones * 0.25 ** (n - ones)
+        y = np.prod(x[subset])
+        c += p * y * x
+        S += p * np.outer(x, x)
+    return c, S
+
+
+@pytest.mark.parametrize("n,subset,alpha", CASES)
+def test_correlations_and_moments_match_enumeration(n, subset, alpha):
+    c, S = _enumerate_moments(n, subset, alpha)
+    np.testing.assert_allclose(P.bsp_correlations(n, subset, alpha), c, atol=1e-14)
+    np.testing.assert_allclose(P.bsp_second_moments(n, alpha), S, atol=1e-14)
+
+
+@pytest.mark.parametrize("n,subset,alpha", [(8, [0, 3], 0.5), (10, [1, 4, 7], 0.8)])
+def test_sampler_matches_closed_form_correlations(n, subset, alpha):
+    N = 200_000
+    x, y = P.biased_sparse_parity(jax.random.key(3), N, n, subset, alpha)
+    assert x.shape == (N, n) and y.shape == (N,) and x.dtype == jnp.float64
+    assert set(np.unique(np.asarray(x))) == {-1.0, 1.0}
+    np.testing.assert_array_equal(y, np.prod(np.asarray(x)[:, subset], axis=1))
+    mc = np.asarray(x).T @ np.asarray(y) / N
+    # each correlation is a mean of N variables in [-1, 1]: 5 standard errors
+    np.testing.assert_allclose(mc, P.bsp_correlations(n, subset, alpha), atol=5 / np.sqrt(N))
+    np.testing.assert_allclose(np.asarray(x).mean(0), alpha / 2, atol=5 / np.sqrt(N))
+
+
+@pytest.mark.parametrize("n,subset,alpha", CASES)
+def test_best_linear_loss_closed_form_vs_least_squares(n, subset, alpha):
+    atoms = P.parity_atoms(n, subset, alpha)
+    loss_ls, w = P.best_feature_loss(lambda x: x, atoms)
+    assert P.bsp_best_linear_loss(n, subset, alpha) == pytest.approx(loss_ls, abs=1e-12)
+    # the weights solve the normal equations Sigma w = c
+    np.testing.assert_allclose(P.bsp_second_moments(n, alpha) @ w,
+                               P.bsp_correlations(n, subset, alpha), atol=1e-10)
+
+
+@pytest.mark.parametrize("n,k", [(2, 2), (8, 2), (10, 3), (64, 5), (128, 7)])
+@pytest.mark.parametrize("alpha", [0.01, 0.3, 0.99])
+def test_claim_3_2_brackets_the_kernel_loss(n, k, alpha):
+    loss = P.bsp_best_linear_loss(n, list(range(k)), alpha)
+    assert 0.5 - alpha / 2 <= loss <= 0.5 - alpha**2 / 2 ** (2 * k)
+
+
+def test_uniform_parity_has_no_linear_edge():
+    assert P.bsp_best_linear_loss(12, [0, 5, 7], 0.0) == 0.5
+
+
+@pytest.mark.parametrize("kind", ["biased", "leaky"])
+@pytest.mark.parametrize("n,subset,alpha", [(3, [0, 1], 0.25), (5, [1, 2, 4], 0.6)])
+def test_atoms_match_samplers(kind, n, subset, alpha):
+    x, y, p = P.parity_atoms(n, subset, alpha, kind)
+    assert float(p.sum()) == pytest.approx(1.0, abs=1e-14)
+    sampler = P.biased_sparse_parity if kind == "biased" else P.leaky_parity
+    N = 100_000
+    xs, ys = sampler(jax.random.key(1), N, n, subset, alpha)
+    # Monte Carlo of E[y x_j] and E[x_j] against the exact atom sums
+    for f in (lambda x, y: y[:, None] * x, lambda x, y: x + 0 * y[:, None]):
+        exact = np.asarray(p) @ np.asarray(f(x, y))
+        mc = np.asarray(f(xs, ys)).mean(0)
+        np.testing.assert_allclose(mc, exact, atol=5 / np.sqrt(N))
+
+
+def test_leaky_sampler_structure():
+    n, subset, alpha = 6, [0, 2], 0.3
+    x, y = P.leaky_parity(jax.random.key(2), 50_000, n, subset, alpha)
+    at_point = np.all(np.asarray(x) == np.asarray(P.leaky_point(n, subset)), axis=1)
+    assert abs(at_point.mean() - (alpha + (1 - alpha) / 2**n)) < 0.01
+    off = ~at_point
+    np.testing.assert_array_equal(np.asarray(y)[off], np.prod(np.asarray(x)[off][:, subset], 1))
+    assert abs(np.asarray(y)[at_point].mean()) < 0.05          # random labels at x^I
+
+
+def test_smooth_step_values_and_derivative():
+    z = jnp.linspace(-0.5, 1.5, 2001)
+    s = P.smooth_step(z)
+    assert float(s.min()) == 0.0 and float(s.max()) == 1.0
+    ds = jax.vmap(jax.grad(P.smooth_step))(z)
+    fd = (P.smooth_step(z + 1e-6) - P.smooth_step(z - 1e-6)) / 2e-6
+    np.testing.assert_allclose(ds, fd, atol=1e-5)             # C^1: no jump in the slope
+    assert float(jnp.abs(ds).max()) <= 2.0 + 1e-12
+
+
+@pytest.mark.parametrize("model,value", [(P.selected_parity, 0.0),
+                                         (P.leaky_selected_parity, -1.0)])
+@pytest.mark.parametrize("n", [3, 6])
+def test_models_at_zero(model, value, n):
+    x, _, _ = P.parity_atoms(n, [0], 0.0)
+    theta = jnp.zeros(n)
+    f0 = jax.vmap(lambda xi: model(theta, xi))(x)
+    np.testing.assert_array_equal(f0, value)
+    eye = jnp.eye(n)
+    for xi in x[:5]:
+        fd = jnp.array([(model(theta + 1e-7 * e, xi) - model(theta - 1e-7 * e, xi)) / 2e-7
+                        for e in eye])
+        np.testing.assert_allclose(fd, 2 * xi, atol=1e-6)
+
+
+@pytest.mark.parametrize("n,subset", [(5, [1, 3]), (6, [0, 1, 2, 5]), (4, [2])])
+def test_selected_parity_outputs_the_parity(n, subset):
+    x, y, _ = P.parity_atoms(n, subset, 0.0)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        theta = rng.uniform(-2 / n, 2 / n, n)
+        theta[subset] = rng.choice([-1, 1], len(subset)) * rng.uniform(3 / n, 5 / n, len(subset))
+        t = jnp.asarray(theta)
+        f = jax.vmap(P.selected_parity, in_axes=(None, 0))(t, x)
+        np.testing.assert_allclose(f, y, atol=1e-14)
+
+
+@pytest.mark.parametrize("n,subset", [(5, [1, 3]), (6, [0, 1, 2, 5])])
+def test_leaky_model_outputs_the_parity(n, subset):
+    x, y, _ = P.parity_atoms(n, subset, 0.0)
+    theta = -np.full(n, 4.0 / n)
+    theta[subset] = 3.0 / n
+    f = jax.vmap(lambda xi: P.leaky_selected_parity(jnp.asarray(theta), xi))(x)
+    np.testing.assert_allclose(f, y, atol=1e-14)
+
+
+def test_population_loss_and_best_features():
+    atoms = P.parity_atoms(5, [0, 1, 2], 0.0)
+    x = atoms[0]
+    assert float(P.population_loss(lambda x: jnp.prod(x[:, :3], 1), atoms)) == 0.0
+    # orthonormal features (uniform x): the parity itself gives loss 0, others loss 1/2
+    loss, w = P.best_feature_loss(jnp.stack([x[:, 0] * x[:, 1] * x[:, 2], x[:, 3]], 1), atoms)
+    assert loss == pytest.approx(0.0, abs=1e-14)
+    np.testing.assert_allclose(w, [1.0, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(subset=[0, 0]), dict(subset=[5]), dict(subset=[-1, 2]), dict(alpha=-0.1),
+    dict(alpha=1.5), dict(subset=[0, 1, 2, 3, 4, 5]), dict(subset=[]), dict(n=0),
+    dict(subset=[0.5, 1]), dict(alpha=True)])
+def test_bad_input_raises(bad):
+    args = dict(n=5, subset=[0, 1], alpha=0.5) | bad
+    with pytest.raises(ValueError):
+        P.biased_sparse_parity(jax.random.key(0), 3, **args)
+    with pytest.raises(ValueError):
+        P.leaky_parity(jax.random.key(0), 3, **args)
+    with pytest.raises(ValueError):
+        P.bsp_correlations(**args)
+
+
+def test_bad_enumeration_and_atoms():
+    with pytest.raises(ValueError, match="n = 17"):
+        P.parity_atoms(17, [0], 0.5)
+    with pytest.raises(ValueError, match="kind"):
+        P.parity_atoms(3, [0], 0.5, kind="other")
+    atoms = P.parity_atoms(3, [0], 0.5)
+    with pytest.raises(ValueError, match="predictions"):
+        P.population_loss(jnp.zeros(4), atoms)
+    with pytest.raises(ValueError, match="prob"):
+        P.population_loss(jnp.zeros(8), (atoms[0], atoms[1], 2 * atoms[2]))
+    with pytest.raises(ValueError, match="features"):
+        P.best_feature_loss(jnp.zeros((7, 2)), atoms)
+    with pytest.raises(ValueError, match="num_samples"):
+        P.biased_sparse_parity(jax.random.key(0), 0, 3, [0], 0.5)
