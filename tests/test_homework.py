@@ -348,7 +348,7 @@ def test_grade_csv_and_summary(graded):
         assert by_student[student]["score"] == str(square + total)
         assert by_student[student]["max_score"] == "2"
     text = summary.read_text()
-    assert "| demo/square | 1/8 |" in text and "| demo/total | 2/8 |" in text
+    assert "| demo/square | 1/9 |" in text and "| demo/total | 2/9 |" in text
 
 
 class _FakeClient:
