@@ -15,29 +15,12 @@ from pathlib import Path
 
 import jupytext
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from lib.homework import toc_chapters  # noqa: E402  (chapters named in _toc.yml, in order)
+
 NBTEST = ROOT / "_nbtest"
-
-
-def toc_chapters():
-    """Chapter files named in _toc.yml that live in chapters/, in book order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node and str(node["file"]).startswith("chapters/"):
-                files.append(ROOT / (node["file"] + ".md"))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    return files
 
 
 def convert():

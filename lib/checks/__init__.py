@@ -25,7 +25,8 @@ from typing import Callable, NamedTuple
 
 import jax
 
-__all__ = ["CheckFailed", "CheckResult", "check", "register", "registered", "results"]
+__all__ = ["CheckFailed", "CheckResult", "assert_close", "check", "register", "registered",
+           "results"]
 
 
 class CheckFailed(AssertionError):
@@ -107,6 +108,30 @@ def check(exercise: str, answer, *, quiet: bool = False) -> CheckResult:
     if not quiet:
         print(result)
     return result
+
+
+def assert_close(got, want, what, rtol=1e-6, atol=1e-9):
+    """Raise :class:`CheckFailed` unless ``got`` is a real, finite array close to ``want``.
+
+    The hint names ``what`` and says whether the shape, the type (complex), finiteness or the
+    values are wrong (with the relative error).
+    """
+    import numpy as np
+
+    if np.iscomplexobj(np.asarray(got)):
+        raise CheckFailed(f"{what} is complex; the answer should be real")
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise CheckFailed(f"{what} is not a numeric array ({err})") from err
+    want = np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        raise CheckFailed(f"{what} has shape {got.shape}, expected {want.shape}")
+    if not np.all(np.isfinite(got)):
+        raise CheckFailed(f"{what} contains NaN or inf")
+    if not np.allclose(got, want, rtol=rtol, atol=atol):
+        err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300)
+        raise CheckFailed(f"{what} is off by a relative {err:.2e}")
 
 
 # Checkers of each chapter register themselves on import.

@@ -6,19 +6,11 @@ import jax
 import numpy as np
 
 from .. import margins
-from . import CheckFailed, register
+from . import CheckFailed, assert_close, register
 
 
 def _close(got, want, what, rtol=1e-8, atol=1e-10):
-    got = np.asarray(got, dtype=np.float64)
-    want = np.asarray(want, dtype=np.float64)
-    if got.shape != want.shape:
-        raise CheckFailed(f"{what} has shape {got.shape}, expected {want.shape}")
-    if not np.all(np.isfinite(got)):
-        raise CheckFailed(f"{what} contains NaN or inf")
-    if not np.allclose(got, want, rtol=rtol, atol=atol):
-        err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300)
-        raise CheckFailed(f"{what} is off by a relative {err:.2e}")
+    assert_close(got, want, what, rtol=rtol, atol=atol)
 
 
 @register("f1f2/smoothed-margin")

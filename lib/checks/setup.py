@@ -7,21 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import flows, ntk
-from . import CheckFailed, register
+from . import CheckFailed, assert_close, register
 
 
 def _close(got, want, what, rtol=1e-6, atol=1e-9):
-    if np.iscomplexobj(np.asarray(got)):
-        raise CheckFailed(f"{what} is complex; the answer should be real")
-    got = np.asarray(got, dtype=np.float64)
-    want = np.asarray(want, dtype=np.float64)
-    if got.shape != want.shape:
-        raise CheckFailed(f"{what} has shape {got.shape}, expected {want.shape}")
-    if not np.all(np.isfinite(got)):
-        raise CheckFailed(f"{what} contains NaN or inf")
-    err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300)
-    if not np.allclose(got, want, rtol=rtol, atol=atol):
-        raise CheckFailed(f"{what} is off by a relative {err:.2e}")
+    assert_close(got, want, what, rtol=rtol, atol=atol)
 
 
 @register("setup/ntk-linear-two-layer")
