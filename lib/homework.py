@@ -8,7 +8,7 @@ a code cell tagged ``check`` that calls ``lib.check("<chapter>/<exercise>", answ
 here is derived from that convention, so a new chapter needs no change to this module.
 
 * :func:`exercises` lists a chapter's exercises (label, kind, check id, answer expression).
-* :class:`StudentEdition` (an nbconvert preprocessor) turns a chapter into the student
+* ``StudentEdition`` (an nbconvert preprocessor) turns a chapter into the student
   notebook: each ``solution`` cell becomes a stub raising ``NotImplementedError`` that names
   the exercise (:func:`stub_source`), every other part of a solution is removed, check cells
   stay. Values asked for by an exercise become :func:`todo` placeholders, whose use raises
@@ -540,7 +540,7 @@ def __getattr__(name):
 
 
 def student_notebook(path: str | os.PathLike):
-    """The student notebook of the chapter at ``path`` (see :class:`StudentEdition`)."""
+    """The student notebook of the chapter at ``path`` (see ``StudentEdition``)."""
     import copy
 
     nb = copy.deepcopy(chapter_notebook(path))
@@ -632,7 +632,7 @@ def find_leaks(folder: str | os.PathLike, snippets: list[str], *,
                skip=lambda path: False) -> list[tuple[str, str]]:
     """``(file, snippet)`` for every snippet found in a text file under ``folder``.
 
-    Text is compared after :func:`_normalize` (tags, HTML entities, markdown and math markup
+    Text is compared after ``_normalize`` (tags, HTML entities, markdown and math markup
     and whitespace removed), so a solution line is found in rendered HTML as in a notebook.
     Files for which ``skip(path)`` is true are not searched.
     """

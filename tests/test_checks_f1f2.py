@@ -32,22 +32,22 @@ def _stub(*args):
 
 
 CORRECT = {
-    "f1f2/smoothed-margin": _smoothed,
-    "f1f2/neuron-picture": _picture,
-    "f1f2/f2-norm": _f2,
+    "f1_f2/smoothed-margin": _smoothed,
+    "f1_f2/neuron-picture": _picture,
+    "f1_f2/f2-norm": _f2,
 }
 WRONG = {
-    "f1f2/smoothed-margin": [
+    "f1_f2/smoothed-margin": [
         lambda z, beta: -np.log(np.mean(np.exp(-beta * np.asarray(z)))) / beta,  # underflows
         lambda z, beta: -np.log(np.sum(np.exp(-beta * np.asarray(z)))) / beta,   # no 1/n
         lambda z, beta: np.min(z),
     ],
-    "f1f2/neuron-picture": [
+    "f1_f2/neuron-picture": [
         lambda a, B: np.tanh(np.abs(np.asarray(a))[:, None] * np.asarray(B)),   # per coordinate
         lambda a, B: _picture(np.ones_like(a), np.asarray(a)[:, None] * np.asarray(B)),  # signed
         lambda a, B: np.abs(np.asarray(a))[:, None] * np.asarray(B),
     ],
-    "f1f2/f2-norm": [
+    "f1_f2/f2-norm": [
         lambda K, y: float(np.asarray(y) @ np.linalg.solve(np.asarray(K), np.asarray(y))),
         lambda K, y: float(np.sqrt(np.asarray(y) @ np.asarray(K) @ np.asarray(y))),
         lambda K, y: jnp.linalg.solve(K, y),
@@ -56,7 +56,7 @@ WRONG = {
 
 
 def test_every_f1f2_exercise_is_covered_here():
-    assert sorted(e for e in registered() if e.startswith("f1f2/")) == sorted(CORRECT)
+    assert sorted(e for e in registered() if e.startswith("f1_f2/")) == sorted(CORRECT)
 
 
 @pytest.mark.parametrize("exercise", sorted(CORRECT))

@@ -40,6 +40,9 @@ class CheckResult(NamedTuple):
     status: str
     message: str
 
+    def _ipython_display_(self):
+        """Display nothing: :func:`check` has already printed the line."""
+
     def __str__(self):
         if self.status == "fails":
             return f"{self.exercise}: fails (hint: {self.message})"

@@ -13,7 +13,7 @@ def _close(got, want, what, rtol=1e-8, atol=1e-10):
     assert_close(got, want, what, rtol=rtol, atol=atol)
 
 
-@register("f1f2/smoothed-margin")
+@register("f1_f2/smoothed-margin")
 def _smoothed_margin(answer, key):
     """``answer(z, beta)``: F_beta = -(1/beta) log(mean exp(-beta z))."""
     k1, k2 = jax.random.split(key)
@@ -37,7 +37,7 @@ def _smoothed_margin(answer, key):
     _close(got, margins.smoothed_margin(z, 1e4), "F_beta at beta = 1e4")
 
 
-@register("f1f2/neuron-picture")
+@register("f1_f2/neuron-picture")
 def _neuron_picture(answer, key):
     """``answer(a, B)``: tanh-compressed |a_j| b_j, shape (m, d)."""
     k1, k2 = jax.random.split(key)
@@ -61,7 +61,7 @@ def _neuron_picture(answer, key):
     _close(got, want, "your positions")
 
 
-@register("f1f2/f2-norm")
+@register("f1_f2/f2-norm")
 def _f2_norm(answer, key):
     """``answer(K, y)``: RKHS norm of the minimal-norm interpolant, sqrt(y^T K^{-1} y)."""
     k1, k2 = jax.random.split(key)
