@@ -228,7 +228,7 @@ def h_D_inverse(u, depth=2):
 
     :math:`h_2^{-1}(u) = \operatorname{arcsinh}(u/2)`; for :math:`D \ge 3` it has no closed form
     and is computed to machine precision by safeguarded Newton iterations (in :math:`\log(1-|z|)`
-    when :math:`|z| > 1/2`). Use :func:`_gap_of` when :math:`1 - |z|` itself is needed to full
+    when :math:`|z| > 1/2`). Use ``_gap_of`` when :math:`1 - |z|` itself is needed to full
     relative precision.
 
     Args:
@@ -764,8 +764,9 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
         A :class:`DiagonalRun`; ``times`` are flow times of :math:`\dot w = -\nabla L`.
 
     Raises:
-        ValueError: bad shapes or values. RuntimeError: the integrator failed, or the loss did
-        not reach ``target`` within ``max_segments`` (message gives the loss reached).
+        ValueError: bad shapes or values.
+        RuntimeError: the integrator failed, or the loss did not reach ``target`` within
+            ``max_segments`` (the message gives the loss reached).
 
     Example:
         >>> import numpy as np
@@ -1086,8 +1087,9 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         An :class:`ExponentialRun`.
 
     Raises:
-        ValueError: bad arguments. RuntimeError: a level was not reached within
-        ``max_steps`` (message gives the loss reached).
+        ValueError: bad arguments.
+        RuntimeError: a level was not reached within ``max_steps`` (the message gives the
+            loss reached).
 
     Example:
         >>> import numpy as np
