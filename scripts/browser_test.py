@@ -264,6 +264,8 @@ def source_blocks(root, rel):
     if not src.is_file():
         return None
     text = src.read_text(encoding="utf-8")
+    # Directives shown as examples inside a longer fence (````md ... ````) are not exercises.
+    text = re.sub(r"^(`{4,}|:{4,}).*?^\1\s*$", "", text, flags=re.M | re.S)
     return len(EXERCISE_RE.findall(text)), len(SOLUTION_RE.findall(text))
 
 
