@@ -20,8 +20,11 @@ Bach 2019 and Woodworth et al. 2020, Sec. 2) while its tangent kernel is unchang
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _validate
 
@@ -60,6 +63,18 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
     scale = _validate.positive("scale", scale)
     if symmetric and width % 2:
         raise ValueError(f"width must be even when symmetric=True, got {width}")
+    params = _draw_two_layer(key, d, width, symmetric, kappa, scale)
+    sizes = (np.asarray(params["a"]), np.abs(np.asarray(params["B"])).sum(1))
+    if not all(np.all(np.isfinite(v) & (v != 0)) for v in sizes):
+        raise ValueError(f"scale * kappa = {scale * kappa:g} and scale = {scale:g} overflow or "
+                         "underflow float64")
+    return params
+
+
+@partial(jax.jit, static_argnums=(1, 2, 3))
+def _draw_two_layer(key, d, width, symmetric, kappa, scale):
+    """The random draw of :func:`init_two_layer` (compiled once per shape: drawn op by op it
+    costs about half a second of compilation for every new ``(d, width)``)."""
     half = width // 2 if symmetric else width
     k_sign, k_dir = jax.random.split(key)
     b = jax.random.normal(k_dir, (half, d), dtype=jnp.float64)
@@ -68,13 +83,7 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
     if symmetric:
         a = jnp.concatenate([a, -a])
         b = jnp.concatenate([b, b])
-    params = {"a": scale * a, "B": scale * b}
-    row_sizes = jnp.abs(params["B"]).sum(1)
-    if not all(bool(jnp.all(jnp.isfinite(v)) & jnp.all(v != 0)) for v in (params["a"],
-                                                                          row_sizes)):
-        raise ValueError(f"scale * kappa = {scale * kappa:g} and scale = {scale:g} overflow or "
-                         "underflow float64")
-    return params
+    return {"a": scale * a, "B": scale * b}
 
 
 def two_layer(params, x, output_scale: float = 1.0):
