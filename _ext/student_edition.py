@@ -69,7 +69,17 @@ def _drop_gated(app, doctree):
                     cell.remove(child)
 
 
+def _no_links_to_solutions(app, config):
+    """The student site offers no download of sources or notebooks and no Binder/Colab launch:
+    both lead to the chapter files, which carry the solutions."""
+    opts = dict(config.html_theme_options or {})
+    opts["use_download_button"] = False
+    opts.pop("launch_buttons", None)
+    config.html_theme_options = opts
+
+
 def setup(app):
+    app.connect("config-inited", _no_links_to_solutions, priority=900)
     app.setup_extension("sphinx_exercise")
     app.add_node(_gate_start)
     app.add_node(_gate_end)

@@ -77,17 +77,30 @@ def claims_dir(start: str | os.PathLike | None = None) -> Path | None:
     return None
 
 
-def _number(name, x):
-    """A JSON-ready number or list of numbers from a Python, numpy or JAX value."""
+def _number(name, x, *, finite=False):
+    """A JSON-ready number or non-empty list of numbers from a Python, numpy or JAX value
+    (real only; with ``finite=True`` NaN and infinities are refused too)."""
     if isinstance(x, bool | np.bool_):
         return bool(x)
-    if isinstance(x, numbers.Integral | np.integer):
+    if isinstance(x, numbers.Integral | np.integer) and abs(int(x)) < 2**53:
         return int(x)
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
+    if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name} must be a number or an array of numbers, got "
+                         f"{type(x).__name__}")
+    try:
+        raw = np.asarray(x)
+        if np.iscomplexobj(raw):
+            raise ValueError(f"{name} must be real, got a complex value")
+        arr = raw.astype(np.float64)
+    except (TypeError, ValueError, OverflowError) as err:
+        if "must be real" in str(err):
+            raise
+        raise ValueError(f"{name} must be a number or an array of real numbers, got "
                          f"{type(x).__name__}") from err
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {x!r}")
     return float(arr) if arr.ndim == 0 else arr.tolist()
 
 
@@ -134,8 +147,11 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
 
     Raises:
         ValueError: malformed ``claim_id``, empty ``source`` or ``statement``, not exactly one
-            kind of check, negative ``tolerance``, ``size`` not ``"paper"``/``"reduced"``, or a
-            non-finite ``value`` given as passing.
+            kind of check, ``value`` empty, complex or not numeric, ``expected``, ``tolerance``
+            or ``bounds`` not finite, negative ``tolerance``, ``bounds`` with ``lo > hi`` or
+            both ``None``, ``passed`` not a boolean, ``size`` not ``"paper"``/``"reduced"``,
+            an empty ``directory``, or a non-finite ``value`` given as passing.
+        OSError: the record cannot be written to ``directory`` (nothing is recorded then).
         ClaimFailed: the check failed (the record is written first, with status ``failed``).
 
     Example:
@@ -146,13 +162,13 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         >>> r["status"]
         'reduced size'
     """
-    if not isinstance(claim_id, str) or not _ID.match(claim_id):
+    if not isinstance(claim_id, str) or not _ID.fullmatch(claim_id):
         raise ValueError(f"claim_id must look like 'chapter/claim-name' (lower case), got "
                          f"{claim_id!r}")
     for name, text in (("source", source), ("statement", statement)):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{name} must be a non-empty string")
-    if size not in _SIZES:
+    if not isinstance(size, str) or size not in _SIZES:
         raise ValueError(f"size must be 'paper' or 'reduced', got {size!r}")
     kinds = [expected is not None or tolerance is not None, bounds is not None,
              passed is not None]
@@ -164,21 +180,40 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
     if kinds[0]:
         if expected is None or tolerance is None:
             raise ValueError("expected and tolerance must be given together")
-        e, tol = _number("expected", expected), _number("tolerance", tolerance)
-        if not isinstance(tol, float | int) or not tol >= 0:
+        e = _number("expected", expected, finite=True)
+        if isinstance(tolerance, bool | np.bool_):
             raise ValueError(f"tolerance must be a number >= 0, got {tolerance!r}")
-        ok = bool(np.all(np.abs(arr - np.asarray(e, dtype=np.float64)) <= tol))
+        tol = _number("tolerance", tolerance, finite=True)
+        if not isinstance(tol, float | int) or not tol >= 0:
+            raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+        try:
+            gap = np.abs(arr - np.asarray(e, dtype=np.float64))
+        except ValueError as err:
+            raise ValueError(f"value (shape {arr.shape}) and expected (shape "
+                             f"{np.shape(e)}) do not broadcast") from err
+        ok = bool(np.all(gap <= tol))
         check = {"kind": "close", "expected": e, "tolerance": tol}
     elif kinds[1]:
         if not isinstance(bounds, tuple | list) or len(bounds) != 2:
             raise ValueError(f"bounds must be a pair (lo, hi), got {bounds!r}")
         lo, hi = (None if b is None else _number("bounds", b) for b in bounds)
+        # an infinite bound is no bound (and JSON cannot store it)
+        lo, hi = (None if isinstance(b, float) and math.isinf(b) else b for b in (lo, hi))
+        if lo is None and hi is None:
+            raise ValueError("bounds=(None, None) checks nothing: give at least one bound")
+        for b in (lo, hi):
+            if b is not None and (not isinstance(b, int | float) or isinstance(b, bool)
+                                  or math.isnan(b)):
+                raise ValueError(f"bounds must be scalar numbers (or None), got {bounds!r}")
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"bounds must have lo <= hi, got {bounds!r}")
         ok = bool(np.all((lo is None or arr >= lo) & (hi is None or arr <= hi)))
         check = {"kind": "bounds", "lo": lo, "hi": hi}
     else:
-        if not isinstance(passed, bool | np.bool_) and not (
-                hasattr(passed, "dtype") and np.ndim(passed) == 0):
-            raise ValueError(f"passed must be a boolean, got {type(passed).__name__}")
+        if not (isinstance(passed, bool | np.bool_) or (
+                hasattr(passed, "dtype") and np.ndim(passed) == 0
+                and np.asarray(passed).dtype == np.bool_)):
+            raise ValueError(f"passed must be a boolean, got {passed!r}")
         ok = bool(passed)
         check = {"kind": "verdict"}
     finite = _all_finite(v)
@@ -188,6 +223,9 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         ok = False
 
     chapter = claim_id.split("/", 1)[0]
+    folder = Path(directory) if directory is not None else claims_dir()
+    if directory is not None and not str(directory).strip():
+        raise ValueError("directory must be a folder path, got an empty string")
     entry = {
         "claim": claim_id,
         "chapter": chapter,
@@ -201,12 +239,15 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         "run": RUN_ID,
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    records.append(entry)
-    folder = Path(directory) if directory is not None else claims_dir()
+    line = json.dumps(entry, allow_nan=False)  # every number is finite by now
     if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / f"{chapter}.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, allow_nan=False) + "\n")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(folder / f"{chapter}.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError as err:
+            raise OSError(f"cannot record claim {claim_id} in {folder}: {err}") from err
+    records.append(entry)
     if not ok and raise_on_failure:
         raise ClaimFailed(f"claim {claim_id} failed: value {v}, check {check}")
     return entry

@@ -70,13 +70,14 @@ def min_norm_interpolant(X, y, p=2):
         ``(d,)`` float64 JAX array :math:`\beta` (to about 1e-9 relative accuracy).
 
     Raises:
-        ValueError: bad shapes, non-finite entries, ``p`` not in {1, 2}, or an inconsistent
-            system (no exact interpolant).
-        RuntimeError: the solver stopped without reaching optimality.
+        ValueError: bad shapes, non-finite entries, ``p`` not in {1, 2}, an inconsistent
+            system (no exact interpolant), or an interpolant outside float64's range.
+        RuntimeError: the solver stopped without reaching optimality (with its residual).
 
     Example:
         >>> import numpy as np
-        >>> min_norm_interpolant(np.array([[1.0, 1.0]]), np.array([2.0]), p=2).tolist()
+        >>> beta = min_norm_interpolant(np.array([[1.0, 1.0]]), np.array([2.0]), p=2)
+        >>> np.round(np.asarray(beta), 12).tolist()
         [1.0, 1.0]
     """
     X = _validate.as_array("X", X, ndim=2)
@@ -95,7 +96,7 @@ def min_norm_interpolant(X, y, p=2):
             raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
                              f"{resid:.3e})")
         # lstsq returns the minimum-norm solution for under-determined systems
-        return jnp.asarray(beta * (cy / cx))
+        return _unscale(beta, cy / cx, X, y)
     cp = _cvxpy()
     beta = cp.Variable(Xn.shape[1])
     prob = cp.Problem(cp.Minimize(cp.norm1(beta)), [Xn @ beta == yn])
@@ -103,8 +104,23 @@ def min_norm_interpolant(X, y, p=2):
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         raise ValueError("X beta = y is inconsistent: no interpolant exists")
     if status != cp.OPTIMAL:
-        raise RuntimeError(f"min_norm_interpolant: solver status {status!r}")
-    return jnp.asarray(beta.value * (cy / cx))
+        resid = (np.nan if beta.value is None
+                 else np.linalg.norm(Xn @ beta.value - yn) / np.linalg.norm(yn))
+        raise RuntimeError(f"min_norm_interpolant: solver status {status!r} (relative "
+                           f"residual {resid:.3e} of the scaled system)")
+    return _unscale(beta.value, cy / cx, X, y)
+
+
+def _unscale(beta_scaled, factor, X, y):
+    """beta = beta_scaled * factor, refusing a result outside float64's range."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        beta = beta_scaled * factor
+        ok = np.all(np.isfinite(beta)) and np.all(np.isfinite(X @ beta))
+        fits = ok and np.linalg.norm(X @ beta - y) <= 1e-6 * np.linalg.norm(y)
+    if not (ok and fits):
+        raise ValueError(f"the interpolant is outside float64's range (|y| / |X| = {factor:.3g}):"
+                         " rescale X or y")
+    return jnp.asarray(beta)
 
 
 def max_margin(X, y, p=2):

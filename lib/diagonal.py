@@ -302,7 +302,11 @@ def q_D(u, depth=2):
 
 
 def _check_alpha(alpha):
-    arr = np.asarray(alpha, dtype=np.float64) if not isinstance(alpha, bool) else None
+    raw = None if isinstance(alpha, bool | str | bytes) else np.asarray(alpha)
+    if raw is not None and (np.iscomplexobj(raw) or not np.issubdtype(raw.dtype, np.number)
+                            or raw.dtype == np.bool_):
+        raw = None
+    arr = None if raw is None else raw.astype(np.float64)
     if arr is None or arr.ndim > 1 or arr.size == 0:
         raise ValueError(f"alpha must be a positive number or a 1-D array of them, got {alpha!r}")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
@@ -552,7 +556,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
 
     Raises:
         ValueError: ``N >= d``, rank-deficient or inconsistent system, non-finite values,
-            ``alpha <= 0``, ``depth < 2``, ``alpha**depth`` outside float64 range.
+            ``alpha <= 0``, ``depth < 2``, ``alpha**depth`` outside float64 range, or
+            :math:`XX^\top` outside float64 range.
         RuntimeError: Newton's method did not reach ``tol`` (message gives the residual and
             the iterations), e.g. for an extremely ill-conditioned ``X``.
 
@@ -569,6 +574,12 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     alphas = _check_alpha(alpha)
     scalar = alphas.ndim == 0
     alphas = np.atleast_1d(alphas)
+    with np.errstate(over="ignore", under="ignore"):
+        gram = np.asarray(X) @ np.asarray(X).T
+    if not np.all(np.isfinite(gram)) or np.abs(np.diag(gram)).min() < 1e-280:
+        raise ValueError("X X^T over- or underflows float64 (entries of X too large or too "
+                         "small): rescale X, using that the limit for (c X, alpha) is the limit "
+                         "for (X, alpha c^(1/depth)) divided by c")
     log_scales = depth * np.log(alphas)
     if np.any(np.abs(log_scales) > 700):
         raise ValueError(f"alpha**depth must stay within float64 range; got alpha={alpha!r}")

@@ -385,7 +385,7 @@ def stub_source(source: str, exercise: str) -> str:
         Python source of the stub (always valid Python).
 
     Example:
-        >>> print(stub_source("def square(x):\\n    return x * x", "demo/square"))
+        >>> print(stub_source("def square(x):\\n    return x * x", "demo/square").strip())
         # Exercise demo/square: replace the stub(s) below by your solution.
         def square(x):
             raise NotImplementedError('exercise demo/square: write square')
@@ -484,11 +484,15 @@ def solution_snippets(nb) -> list[str]:
 _DIRECTIVE_LINE = re.compile(r"^(`{3,}|:{3,})\s*(\{[\w-]+\}.*)?$|^:[\w-]+:")
 
 
-def _normalize(text: str) -> str:
+def _normalize(text: str, *, is_html: bool = False) -> str:
     """Text with markup and all whitespace removed: what survives markdown/HTML rendering
-    (syntax highlighting splits a code line into tags with spaces between them)."""
-    text = re.sub(r"<[^>]*>", "", text)
-    text = html.unescape(text)
+    (syntax highlighting splits a code line into tags with spaces between them).
+
+    Tags are stripped only from HTML (``is_html=True``), where a literal ``<`` is always
+    escaped; in sources ``x < 4 ... a -> b`` is code, not a tag."""
+    if is_html:
+        text = re.sub(r"<[^>]*>", "", text)
+        text = html.unescape(text)
     text = re.sub(r"\\[()\[\]]", "", text)
     text = re.sub(r"[`*_$]", "", text)
     return "".join(text.split())
@@ -654,7 +658,7 @@ def find_leaks(folder: str | os.PathLike, snippets: list[str], *,
                 text = "\n".join("".join(c.get("source", "")) for c in data.get("cells", []))
             except (ValueError, AttributeError):
                 pass
-        norm = _normalize(text)
+        norm = _normalize(text, is_html=path.suffix == ".html")
         for raw, s in wanted:
             if s and s in norm:
                 hits.append((str(path), raw))

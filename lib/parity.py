@@ -68,16 +68,22 @@ _BIAS = 0.75  # P(x_i = +1) in the biased component
 
 def _check_problem(n, subset, alpha):
     n = _validate.integer("n", n, minimum=1)
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real | np.ndarray | jnp.ndarray):
+    if (isinstance(alpha, bool | np.bool_)
+            or not isinstance(alpha, numbers.Real | np.ndarray | jnp.ndarray)
+            or np.ndim(alpha) != 0 or np.iscomplexobj(alpha)):
         raise ValueError(f"alpha must be a real number in [0, 1], got {alpha!r}")
     alpha = float(alpha)
     if not (0.0 <= alpha <= 1.0):
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+    if isinstance(subset, str | bytes):
+        raise ValueError(f"subset must be a sequence of integer indices, got {subset!r}")
+    raw = np.asarray(subset)
+    if raw.ndim > 1 or raw.dtype == np.bool_ or np.iscomplexobj(raw) or raw.dtype == object:
+        raise ValueError(f"subset must be a flat sequence of integer indices, got {subset!r}")
     try:
-        idx = [int(i) for i in np.asarray(subset).ravel()]
-        ok = all(float(i) == float(j) for i, j in zip(idx, np.asarray(subset).ravel(),
-                                                      strict=True))
-    except (TypeError, ValueError) as err:
+        idx = [int(i) for i in raw.ravel()]
+        ok = all(float(i) == float(j) for i, j in zip(idx, raw.ravel(), strict=True))
+    except (TypeError, ValueError, OverflowError) as err:
         raise ValueError(f"subset must be a sequence of integer indices, got {subset!r}") from err
     if not ok:
         raise ValueError(f"subset must contain integer indices, got {subset!r}")
@@ -404,7 +410,11 @@ def population_loss(predictions, atoms):
     """
     x, y, prob = _check_atoms(atoms)
     f = predictions(x) if callable(predictions) else predictions
+    if isinstance(f, str | bytes):
+        raise ValueError("predictions must be a real array, got a string")
     f = jnp.asarray(f)
+    if jnp.iscomplexobj(f) or not jnp.issubdtype(f.dtype, jnp.number):
+        raise ValueError(f"predictions must be real, got dtype {f.dtype}")
     if f.shape != y.shape:
         raise ValueError(f"predictions must have shape {y.shape}, got {f.shape}")
     try:
@@ -457,12 +467,30 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
     sq = np.sqrt(np.asarray(prob))
     A = np.asarray(phi) * sq[:, None]
     b = np.asarray(y) * sq
+    if (isinstance(rcond, bool) or not isinstance(rcond, numbers.Real)
+            or not 0.0 <= float(rcond) < 1.0):
+        raise ValueError(f"rcond must be a number in [0, 1), got {rcond!r}")
     w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
     loss = 0.5 * float(np.sum((A @ w - b) ** 2))
     return loss, jnp.asarray(w)
 
 
 # ----------------------------------------------------------------------------- models
+
+def _model_args(theta, x):
+    """Static checks (valid under jit/grad/vmap): theta and x real, 1-D, the same length."""
+    theta, x = jnp.asarray(theta), jnp.asarray(x)
+    for name, v in (("theta", theta), ("x", x)):
+        if jnp.iscomplexobj(v) or not jnp.issubdtype(v.dtype, jnp.number):
+            raise ValueError(f"{name} must be real, got dtype {v.dtype}")
+    if theta.ndim != 1 or theta.shape[0] == 0 or x.shape != theta.shape:
+        raise ValueError(f"theta and x must both have shape (n,) with n >= 1 (one input: use "
+                         f"jax.vmap for a batch), got {theta.shape} and {x.shape}")
+    for name, v in (("theta", theta), ("x", x)):
+        if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
+            raise ValueError(f"{name} contains NaN or inf")
+    return theta.astype(jnp.float64), x.astype(jnp.float64)
+
 
 def smooth_step(z):
     r"""The piecewise-quadratic sigmoid :math:`\sigma` of Malach et al. (2021, Sec. 3).
@@ -515,6 +543,10 @@ def selected_parity(theta, x):
     Returns:
         Scalar float64 array.
 
+    Raises:
+        ValueError: ``theta`` or ``x`` not real 1-D arrays of the same length (checked also
+            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them.
+
     Example:
         >>> import jax, jax.numpy as jnp
         >>> x = jnp.array([1.0, -1.0, -1.0, 1.0])
@@ -525,6 +557,7 @@ def selected_parity(theta, x):
         >>> float(selected_parity(jnp.array([1.0, 1.0, 0.0, 0.0]), x))   # parity of x_0 x_1
         -1.0
     """
+    theta, x = _model_args(theta, x)
     n = theta.shape[0]
     g = smooth_step((n**2 * theta**2 - 4.0) / 5.0)
     gate = smooth_step(jnp.sum(g))
@@ -552,11 +585,16 @@ def leaky_selected_parity(theta, x):
     Returns:
         Scalar float64 array.
 
+    Raises:
+        ValueError: ``theta`` or ``x`` not real 1-D arrays of the same length (checked also
+            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them.
+
     Example:
         >>> import jax.numpy as jnp
         >>> float(leaky_selected_parity(jnp.zeros(3), jnp.ones(3)))
         -1.0
     """
+    theta, x = _model_args(theta, x)
     n = theta.shape[0]
     g = smooth_step(n * theta - 2.0)
     gate = smooth_step(jnp.sum(g))

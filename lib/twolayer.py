@@ -28,7 +28,10 @@ import numpy as np
 
 from . import _validate
 
-__all__ = ["init_two_layer", "two_layer", "two_layer_batch"]
+__all__ = ["MAX_ENTRIES", "init_two_layer", "two_layer", "two_layer_batch"]
+
+MAX_ENTRIES = 2**31
+"""Largest ``d * width`` :func:`init_two_layer` draws (16 GiB of float64 weights)."""
 
 
 def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float = 1.0,
@@ -49,7 +52,8 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
 
     Raises:
         ValueError: non-positive ``d``, ``width``, ``kappa`` or ``scale``; odd ``width`` with
-            ``symmetric=True``.
+            ``symmetric=True``; ``symmetric`` not a boolean; ``d * width > MAX_ENTRIES``; a
+            ``key`` that is not a JAX PRNG key; weights that overflow or underflow float64.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -61,10 +65,22 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
     width = _validate.integer("width", width, minimum=1)
     kappa = _validate.positive("kappa", kappa)
     scale = _validate.positive("scale", scale)
+    if not isinstance(symmetric, bool | np.bool_):
+        raise ValueError(f"symmetric must be True or False, got {symmetric!r}")
+    symmetric = bool(symmetric)
+    if d * width > MAX_ENTRIES:
+        raise ValueError(f"d * width = {d * width:.3g} weights exceed MAX_ENTRIES = "
+                         f"{MAX_ENTRIES:.3g} ({8 * d * width / 2**30:.3g} GiB)")
     if symmetric and width % 2:
         raise ValueError(f"width must be even when symmetric=True, got {width}")
-    params = _draw_two_layer(key, d, width, symmetric, kappa, scale)
-    sizes = (np.asarray(params["a"]), np.abs(np.asarray(params["B"])).sum(1))
+    try:
+        params = _draw_two_layer(key, d, width, symmetric, kappa, scale)
+    except TypeError as err:
+        raise ValueError(f"key must be a jax.random key (jax.random.key(seed)), got "
+                         f"{key!r}") from err
+    if isinstance(params["B"], jax.core.Tracer):  # under jit/vmap: values cannot be checked
+        return params
+    sizes = (np.asarray(params["a"]), np.abs(np.asarray(params["B"])).max(1))
     if not all(np.all(np.isfinite(v) & (v != 0)) for v in sizes):
         raise ValueError(f"scale * kappa = {scale * kappa:g} and scale = {scale:g} overflow or "
                          "underflow float64")
@@ -87,39 +103,105 @@ def _draw_two_layer(key, d, width, symmetric, kappa, scale):
 
 
 def two_layer(params, x, output_scale: float = 1.0):
-    r"""Output :math:`f(\theta, x) = \frac{s}{m}\sum_j a_j (b_j^\top x)_+` for one input.
+    r"""Output :math:`f(\theta, x) = \frac{s}{m}\sum_j a_j (b_j^\top x)_+` for one input
+    (the two-layer ReLU network of Chizat & Bach 2020, with output scale :math:`s`).
 
     Args:
-        params: ``{"a": (m,), "B": (m, d)}``.
-        x: ``(d,)`` input.
-        output_scale: ``s`` (1: mean field, ``sqrt(m)``: NTK scaling).
+        params: ``{"a": (m,), "B": (m, d)}`` real arrays (as from :func:`init_two_layer`).
+        x: ``(d,)`` real input.
+        output_scale: ``s > 0``, a scalar (1: mean field, ``sqrt(m)``: NTK scaling).
 
     Returns:
         A scalar float64 array.
+
+    Raises:
+        ValueError: malformed ``params``, ``x`` of the wrong shape, complex inputs, a
+            non-scalar or non-positive ``output_scale``; and, when the inputs are concrete (not
+            traced by ``jax.jit``/``grad``/``vmap``), NaN or inf in the inputs or the output.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> p = {"a": jnp.array([1.0, -1.0]), "B": jnp.array([[1.0, 0.0], [0.0, 1.0]])}
+        >>> float(two_layer(p, jnp.array([3.0, 1.0])))   # (3 - 1) / 2
+        1.0
     """
     a, B = _unpack(params)
-    x = jnp.asarray(x, dtype=jnp.float64)
+    x = _real("x", x)
     if x.shape != (B.shape[1],):
         raise ValueError(f"x must have shape ({B.shape[1]},) for one input; got {x.shape} "
                          "(use two_layer_batch for a batch)")
-    return output_scale / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x))
+    s = _scale(output_scale)
+    return _finite_output(s / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x)), (a, B, x))
 
 
 def two_layer_batch(params, X, output_scale: float = 1.0):
-    """:func:`two_layer` on a batch ``X`` of shape ``(n, d)``; returns ``(n,)``."""
+    """:func:`two_layer` on a batch of inputs.
+
+    Args:
+        params: ``{"a": (m,), "B": (m, d)}`` real arrays.
+        X: ``(n, d)`` real inputs, one per row.
+        output_scale: ``s > 0``, a scalar.
+
+    Returns:
+        ``(n,)`` float64 array of outputs.
+
+    Raises:
+        ValueError: as :func:`two_layer`, with ``X`` of the wrong shape.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> p = {"a": jnp.array([1.0, -1.0]), "B": jnp.array([[1.0, 0.0], [0.0, 1.0]])}
+        >>> two_layer_batch(p, jnp.array([[3.0, 1.0], [0.0, 2.0]])).tolist()
+        [1.0, -1.0]
+    """
     a, B = _unpack(params)
-    X = jnp.asarray(X, dtype=jnp.float64)
+    X = _real("X", X)
     if X.ndim != 2 or X.shape[1] != B.shape[1]:
         raise ValueError(f"X must have shape (n, {B.shape[1]}), got {X.shape}")
-    return output_scale / a.shape[0] * (jax.nn.relu(X @ B.T) @ a)
+    s = _scale(output_scale)
+    return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X))
+
+
+def _real(name, x):
+    """``x`` as a float64 array; complex or non-numeric input is refused (static check)."""
+    if isinstance(x, str | bytes):
+        raise ValueError(f"{name} must be a real array, got a string")
+    try:
+        raw = jnp.asarray(x)
+    except TypeError as err:
+        raise ValueError(f"{name} must be a real array, got {type(x).__name__}") from err
+    if jnp.iscomplexobj(raw) or not (jnp.issubdtype(raw.dtype, jnp.number)
+                                     or raw.dtype == jnp.bool_):
+        raise ValueError(f"{name} must be real, got dtype {raw.dtype}")
+    return raw.astype(jnp.float64)
+
+
+def _scale(output_scale):
+    s = _real("output_scale", output_scale)
+    if s.ndim != 0:
+        raise ValueError(f"output_scale must be a scalar, got shape {s.shape}")
+    if not isinstance(s, jax.core.Tracer) and not (np.isfinite(float(s)) and float(s) > 0):
+        raise ValueError(f"output_scale must be a finite number > 0, got {output_scale!r}")
+    return s
+
+
+def _finite_output(out, inputs):
+    """Raise if a concrete result is not finite, naming the cause (NaN input or overflow)."""
+    if isinstance(out, jax.core.Tracer) or np.isfinite(np.asarray(out)).all():
+        return out
+    names = ("params['a']", "params['B']", "the input")
+    for name, v in zip(names, inputs, strict=True):
+        if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
+            raise ValueError(f"{name} contains NaN or inf")
+    raise ValueError("the output overflows float64 (inputs or weights too large)")
 
 
 def _unpack(params):
     """Check the parameter dict's shapes (static, so this also works under jit/vmap/grad)."""
     if not isinstance(params, dict) or set(params) != {"a", "B"}:
         raise ValueError("params must be a dict with keys 'a' (m,) and 'B' (m, d)")
-    a = jnp.asarray(params["a"], dtype=jnp.float64)
-    B = jnp.asarray(params["B"], dtype=jnp.float64)
+    a = _real("params['a']", params["a"])
+    B = _real("params['B']", params["B"])
     if a.ndim != 1 or B.ndim != 2 or B.shape[0] != a.shape[0] or a.shape[0] == 0:
         raise ValueError(f"params['a'] must be (m,) and params['B'] (m, d) with m >= 1, got "
                          f"{a.shape} and {B.shape}")

@@ -1,4 +1,5 @@
-"""Run the whole test suite: lib unit tests and every chapter executed through nbval.
+"""Run the whole test suite: lib unit tests, lib's docstring examples and every chapter executed
+through nbval.
 
 The chapters are Jupytext MyST files; nbval reads notebooks, so each chapter in _toc.yml is
 converted to ``_nbtest/<name>.ipynb`` (a folder at the same depth as ``chapters/``, so relative
@@ -34,7 +35,9 @@ def convert():
 
 def main(argv):
     convert()
-    args = ["tests", str(NBTEST.relative_to(ROOT)), "--nbval-lax", "--nbval-current-env",
+    # lib's docstring examples run too (--doctest-modules), so every Example is checked
+    args = ["tests", "lib", "--doctest-modules", str(NBTEST.relative_to(ROOT)), "--nbval-lax",
+            "--nbval-current-env",
             "--nbval-cell-timeout=180", "-p", "no:cacheprovider", *argv]
     return pytest.main(args)
 

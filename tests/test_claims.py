@@ -63,7 +63,7 @@ def test_size_sets_status_only_when_passed(tmp_path, size, status):
 def test_nan_never_passes(tmp_path):
     with pytest.raises(ValueError, match="not finite"):
         claims.record("ch/nan", value=float("nan"), passed=True, directory=tmp_path, **BASE)
-    rec = claims.record("ch/nan", value=float("nan"), bounds=(None, None), directory=tmp_path,
+    rec = claims.record("ch/nan", value=float("nan"), bounds=(None, 1.0), directory=tmp_path,
                         raise_on_failure=False, **BASE)
     assert rec["passed"] is False and rec["value"] is None
 
@@ -75,6 +75,22 @@ def test_nan_never_passes(tmp_path):
     (dict(size="full"), "size"),
     (dict(expected=1.0), "expected and tolerance"),
     (dict(expected=1.0, tolerance=-1.0), "tolerance"),
+    (dict(expected=1.0, tolerance=float("inf")), "tolerance"),
+    (dict(expected=float("nan"), tolerance=1.0), "expected"),
+    (dict(expected=1.0, tolerance=True), "tolerance"),
+    (dict(value=[], expected=1.0, tolerance=0.0), "value is empty"),
+    (dict(value=1 + 2j, expected=1.0, tolerance=0.0), "real"),
+    (dict(value=None, expected=1.0, tolerance=0.0), "value"),
+    (dict(value="1.0", expected=1.0, tolerance=0.0), "value"),
+    (dict(value=[1.0, 2.0], expected=[1.0, 2.0, 3.0], tolerance=0.0), "broadcast"),
+    (dict(bounds=(None, None)), "checks nothing"),
+    (dict(bounds=(-float("inf"), float("inf"))), "checks nothing"),
+    (dict(bounds=(2.0, 0.0)), "lo <= hi"),
+    (dict(passed=np.float64(0.5)), "boolean"),
+    (dict(passed=np.float64("nan")), "boolean"),
+    (dict(claim_id="ch/x\n"), "claim_id"),
+    (dict(size=[]), "size"),
+    (dict(directory="", passed=True), "directory"),
     (dict(expected=1.0, tolerance=0.1, passed=True), "exactly one"),
     (dict(), "exactly one"),
     (dict(bounds=(1.0,)), "bounds"),

@@ -166,6 +166,15 @@ def test_find_leaks_sees_solution_lines_through_html_markup(tmp_path):
         "total = 1 + 2 + 3  # HIDDENANSWER"]
 
 
+def test_code_comparisons_are_not_taken_for_html_tags(tmp_path):
+    """Regression: '<' ... '>' in code (a comparison, then an arrow) once hid code lines from the
+    'kept' text, so lines that students do receive were reported as leaked solutions."""
+    kept = "if z.max() < 4.0:\n    print('x')\nlong_enough_line = compute(a, b)  # a -> b\n"
+    assert "longenoughline=compute(a,b)#a->b" in hw._normalize(kept)  # markup (_) dropped
+    html_page = "<pre>if z.max() &lt; 4.0: <span>long_enough_line</span> = compute(a, b)</pre>"
+    assert hw._normalize(html_page, is_html=True) == "ifz.max()<4.0:longenoughline=compute(a,b)"
+
+
 def test_student_notebook_runs_top_to_bottom(tmp_path):
     """Executed as a student receives it, every check says "not attempted", nothing raises."""
     from nbclient import NotebookClient
@@ -198,9 +207,16 @@ def test_student_site_has_exercises_but_no_solutions(tmp_path):
                                    "  - file: chapters/demo\n")
     (book / "_config.yml").write_text(
         "title: Demo\nonly_build_toc_files: true\nexecute:\n  execute_notebooks: 'off'\n"
+        "repository:\n  url: https://github.com/example/course\n  branch: main\n"
+        "launch_buttons:\n  binderhub_url: https://mybinder.org\n"
+        "  colab_url: https://colab.research.google.com\n"
         "sphinx:\n  extra_extensions: [sphinx_exercise]\n")
     html = hw.build_student_site(book, tmp_path / "student", strict=True, quiet=True)
-    page = hw._normalize((html / "chapters" / "demo.html").read_text())
+    raw = (html / "chapters" / "demo.html").read_text()
+    # no way from a student page to the chapter files, which carry the solutions
+    for link in ("_sources", "mybinder.org", "colab.research", "btn-download"):
+        assert link not in raw, link
+    page = hw._normalize((html / "chapters" / "demo.html").read_text(), is_html=True)
     assert "Writesquare(x)returning" in page  # the exercise statements stay
     assert 'lib.check("demo/square",square)' in page  # and the check cells
     assert "Solution" not in page

@@ -178,3 +178,25 @@ def test_bad_enumeration_and_atoms():
         P.best_feature_loss(jnp.zeros((7, 2)), atoms)
     with pytest.raises(ValueError, match="num_samples"):
         P.biased_sparse_parity(jax.random.key(0), 0, 3, [0], 0.5)
+
+
+# ---------------------------------------------------------------- bad input (adversarial review)
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: P.parity_atoms(3, "01", 0.5), "subset"),
+    (lambda: P.parity_atoms(3, [True, False], 0.5), "subset"),
+    (lambda: P.parity_atoms(3, [1 + 0j], 0.5), "subset"),
+    (lambda: P.parity_atoms(3, [[0, 1]], 0.5), "subset"),
+    (lambda: P.parity_atoms(3, [float("inf")], 0.5), "subset"),
+    (lambda: P.bsp_correlations(4, [0, 1], np.array([0.5])), "alpha"),
+    (lambda: P.population_loss(jnp.zeros(8) + 1j, P.parity_atoms(3, [0, 1], 0.5)), "real"),
+    (lambda: P.best_feature_loss(lambda x: x, P.parity_atoms(3, [0], 0.5), rcond=float("nan")),
+     "rcond"),
+    (lambda: P.selected_parity(jnp.zeros((2, 3)), jnp.ones(3)), "shape"),
+    (lambda: P.selected_parity(jnp.zeros(3), jnp.ones(4)), "shape"),
+    (lambda: P.selected_parity(jnp.array([jnp.nan, 0.0]), jnp.ones(2)), "NaN"),
+    (lambda: P.leaky_selected_parity(jnp.zeros(3) + 0j, jnp.ones(3)), "real"),
+])
+def test_bad_input_is_a_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import lib
+from lib.twolayer import init_two_layer, two_layer, two_layer_batch
 
 
 def test_symmetric_init_is_zero_and_unit_rows():
@@ -42,3 +43,36 @@ def test_two_homogeneous_in_parameters():
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         lib.init_two_layer(jax.random.key(0), **kwargs)
+
+
+# ---------------------------------------------------------------- bad input (adversarial review)
+
+def _p():
+    return {"a": jnp.array([1.0, -1.0]), "B": jnp.array([[1.0, 0.0], [0.0, 1.0]])}
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: two_layer(_p(), jnp.array([jnp.nan, 1.0])), "NaN or inf"),
+    (lambda: two_layer_batch(_p(), jnp.array([[1.0, jnp.inf]])), "NaN or inf"),
+    (lambda: two_layer(_p(), jnp.array([1.0, 1j])), "real"),
+    (lambda: two_layer(_p(), jnp.ones(2), output_scale=jnp.ones(2)), "scalar"),
+    (lambda: two_layer(_p(), jnp.ones(2), output_scale=float("nan")), "output_scale"),
+    (lambda: two_layer(_p(), jnp.ones(2), output_scale="a"), "output_scale"),
+    (lambda: two_layer({"a": jnp.array([1e308, 1e308]), "B": jnp.ones((2, 2))},
+                       jnp.array([1e308, 1e308])), "overflow"),
+    (lambda: init_two_layer(jax.random.key(0), 10**10, 2), "MAX_ENTRIES"),
+    (lambda: init_two_layer(jax.random.key(0), 3, 2, symmetric="no"), "symmetric"),
+    (lambda: init_two_layer(0, 3, 2), "key"),
+])
+def test_bad_input_is_a_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_init_works_under_vmap_and_jit():
+    keys = jax.random.split(jax.random.key(0), 3)
+    batch = jax.vmap(lambda k: init_two_layer(k, 3, 4))(keys)
+    assert batch["B"].shape == (3, 4, 3)
+    one = init_two_layer(keys[1], 3, 4)
+    np.testing.assert_array_equal(batch["a"][1], one["a"])
+    np.testing.assert_allclose(batch["B"][1], one["B"], rtol=1e-15)
