@@ -41,6 +41,38 @@ def as_array(name, x, *, ndim=None, shape=None, finite=True):
     return jnp.asarray(arr)
 
 
+def real_array(name, x, *, ndim=None, shape=None):
+    """Return ``x`` as a float64 JAX array after checking only its dtype, rank and shape.
+
+    Unlike :func:`as_array` it never reads the values, so it also works on JAX tracers (inside
+    ``jax.jit``, ``vmap`` or ``grad``); finiteness is therefore not checked. ``shape`` may
+    contain ``None`` for free axes. Raises ``ValueError`` naming ``name``.
+    """
+    if x is None or isinstance(x, str | bytes):
+        raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}")
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:  # Python scalar or (nested) list: no tracer inside, safe to convert
+        try:
+            dtype = np.asarray(x).dtype
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from err
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iuf":
+        what = "real, got complex values" if dtype.kind == "c" else \
+            f"a real numeric array, got dtype {dtype}"
+        raise ValueError(f"{name} must be {what}")
+    arr_shape = tuple(np.shape(x))
+    if ndim is not None and len(arr_shape) != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr_shape}")
+    if shape is not None:
+        mismatch = len(arr_shape) != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, arr_shape, strict=False))
+        if mismatch:
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} must have shape {want}, got {arr_shape}")
+    return jnp.asarray(x, dtype=jnp.float64)
+
+
 def positive(name, value, *, allow_zero=False):
     """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | jnp.ndarray):

@@ -52,6 +52,7 @@ precision even when the gap is :math:`10^{-15}` (small :math:`\alpha`, large :ma
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import diffrax
@@ -117,19 +118,30 @@ def h_D(z, depth=2):
     :math:`D \ge 3` form is evaluated by its Taylor series (no cancellation).
 
     Args:
-        z: float array, any shape; for :math:`D \ge 3` entries must satisfy :math:`|z| < 1`
-            (outside, the result is NaN: this is a low-level helper, not validated).
-        depth: int :math:`D \ge 2`.
+        z: real array of any shape (int or float, cast to float64): any real for
+            :math:`D = 2` (:math:`|z| \gtrsim 710` overflows to :math:`\pm\infty`), the
+            domain :math:`|z| < 1` for :math:`D \ge 3`. Only the dtype is checked, not the
+            values (``h_D`` runs inside the compiled solvers, on traced arrays): for
+            :math:`|z| \ge 1` and :math:`D \ge 3` the formula is evaluated as written and is
+            meaningless there (NaN or infinite when :math:`D/(D-2)` is not an integer, a
+            finite wrong value for :math:`D = 3, 4`, e.g. ``h_D(2.0, 3)`` is ``-1.037``); NaN
+            gives NaN.
+        depth: int :math:`D \ge 2` (a Python int or a 0-d integer array).
 
     Returns:
-        Array of the shape of ``z``.
+        float64 JAX array of the shape of ``z``, odd in ``z``.
+
+    Raises:
+        ValueError: ``depth`` is not an integer or is ``< 2``; ``z`` is None, a string,
+            complex, boolean or otherwise not real numeric (checked from its dtype, so also
+            under ``jax.jit``).
 
     Example:
         >>> float(h_D(0.5, depth=3))  # 0.5^-3 - 1.5^-3
-        7.703703703703703
+        7.703703703703704
     """
     depth = _check_depth(depth)
-    z = jnp.asarray(z, dtype=jnp.float64)
+    z = _validate.real_array("z", z)
     if depth == 2:
         return 2.0 * jnp.sinh(z)
     p = _exponent(depth)
@@ -151,19 +163,34 @@ def H_D(z, depth=2):
     series avoids cancellation; for :math:`D \ge 3`, :math:`H_D \to \infty` as :math:`|z| \to 1`
     (a barrier: the dual domain is :math:`\|X^\top \nu\|_\infty < 1`).
 
+    Source: Woodworth et al. 2020, Theorem 1 (:math:`D = 2`) and Theorem 3 (:math:`D \ge 3`),
+    through the dual of their regularizer; the same dual, with :math:`\alpha^D` replaced by
+    :math:`\mu` and :math:`X` by :math:`\mathrm{diag}(y) X`, gives the margin problem of
+    Moroshko et al. 2020 (see :func:`margin_limit`).
+
     Args:
-        z: float array, any shape (:math:`|z| < 1` for :math:`D \ge 3`).
-        depth: int :math:`D \ge 2`.
+        z: real array of any shape (int or float, cast to float64): any real for
+            :math:`D = 2` (:math:`|z| \gtrsim 710` overflows to ``inf``), the domain
+            :math:`|z| < 1` for :math:`D \ge 3`. Only the dtype is checked, not the values
+            (``H_D`` is differentiated and traced by JAX): for :math:`D \ge 3` the result is
+            ``inf`` at :math:`|z| = 1` and NaN for :math:`|z| > 1` (:func:`dual_objective`
+            maps both to ``inf``); NaN gives NaN.
+        depth: int :math:`D \ge 2` (a Python int or a 0-d integer array).
 
     Returns:
-        Array of the shape of ``z``.
+        float64 JAX array of the shape of ``z``, :math:`\ge 0` on the domain.
+
+    Raises:
+        ValueError: ``depth`` is not an integer or is ``< 2``; ``z`` is None, a string,
+            complex, boolean or otherwise not real numeric (checked from its dtype, so also
+            under ``jax.jit``).
 
     Example:
         >>> round(float(H_D(1.0, depth=2)), 12)  # 2 cosh 1 - 2
-        1.086161269631
+        1.08616126963
     """
     depth = _check_depth(depth)
-    z = jnp.asarray(z, dtype=jnp.float64)
+    z = _validate.real_array("z", z)
     if depth == 2:
         return 4.0 * jnp.sinh(z / 2.0) ** 2
     q = 2.0 / (depth - 2.0)
@@ -229,21 +256,31 @@ def h_D_inverse(u, depth=2):
     :math:`h_2^{-1}(u) = \operatorname{arcsinh}(u/2)`; for :math:`D \ge 3` it has no closed form
     and is computed to machine precision by safeguarded Newton iterations (in :math:`\log(1-|z|)`
     when :math:`|z| > 1/2`). Use ``_gap_of`` when :math:`1 - |z|` itself is needed to full
-    relative precision.
+    relative precision. It is the mirror map of the implicit bias (Woodworth et al. 2020,
+    Theorem 1 and Theorem 3): :math:`h_D^{-1}(\beta/\alpha^D) \in \operatorname{range}(X^\top)`
+    at the limit of the flow.
 
     Args:
-        u: float array, any shape, finite.
-        depth: int :math:`D \ge 2`.
+        u: real array of any shape (int or float, cast to float64); every finite value is in
+            the domain. Only the dtype is checked, not the values: :math:`u = \pm\infty` gives
+            :math:`\pm\infty` for :math:`D = 2` and :math:`\pm 1` for :math:`D \ge 3`, NaN
+            gives NaN.
+        depth: int :math:`D \ge 2` (a Python int or a 0-d integer array).
 
     Returns:
-        Array ``z`` of the shape of ``u`` with :math:`h_D(z) = u`.
+        float64 JAX array ``z`` of the shape of ``u`` with :math:`h_D(z) = u`
+        (:math:`|z| < 1` for :math:`D \ge 3` and finite ``u``).
+
+    Raises:
+        ValueError: ``depth`` is not an integer or is ``< 2``; ``u`` is None, a string,
+            complex, boolean or otherwise not real numeric (checked from its dtype).
 
     Example:
         >>> round(float(h_D_inverse(h_D(0.9, depth=4), depth=4)), 12)
         0.9
     """
     depth = _check_depth(depth)
-    u = jnp.asarray(u, dtype=jnp.float64)
+    u = _validate.real_array("u", u)
     if depth == 2:
         return jnp.arcsinh(u / 2.0)
     a = jnp.abs(u)
@@ -266,18 +303,24 @@ def q_D(u, depth=2):
     :math:`\ell_2` and :math:`\ell_1` behaviours.
 
     Args:
-        u: float array, any shape, finite.
-        depth: int :math:`D \ge 2`.
+        u: real array of any shape (int or float, cast to float64); every finite value is in
+            the domain. Only the dtype is checked, not the values: :math:`u = \pm\infty` and
+            NaN give NaN.
+        depth: int :math:`D \ge 2` (a Python int or a 0-d integer array).
 
     Returns:
-        Array of the shape of ``u``, :math:`\ge 0`.
+        float64 JAX array of the shape of ``u``, :math:`\ge 0` and even in ``u``.
+
+    Raises:
+        ValueError: ``depth`` is not an integer or is ``< 2``; ``u`` is None, a string,
+            complex, boolean or otherwise not real numeric (checked from its dtype).
 
     Example:
         >>> round(float(q_D(2.0, depth=2)), 12)  # 2 - sqrt(8) + 2 arcsinh(1)
-        0.934216398903
+        0.934320049293
     """
     depth = _check_depth(depth)
-    u = jnp.asarray(u, dtype=jnp.float64)
+    u = _validate.real_array("u", u)
     if depth == 2:
         a = jnp.abs(u)
         # 2 - sqrt(4 + u^2) = -u^2 / (2 + sqrt(4 + u^2)): no cancellation for small u
@@ -336,7 +379,7 @@ def Q(beta, alpha, depth=2):
 
     Example:
         >>> round(float(Q([2.0, 0.0], alpha=1.0)), 12)  # q(2) + q(0)
-        0.934216398903
+        0.934320049293
     """
     depth = _check_depth(depth)
     beta = _validate.as_array("beta", beta, ndim=1)
@@ -354,15 +397,27 @@ def dual_objective(nu, X, y, alpha, depth=2):
     :math:`\beta = \alpha^D h_D(X^\top\nu^*)` (the optimality condition :math:`\nabla\Phi =
     X\beta - y = 0`). For :math:`D \ge 3` it is :math:`+\infty` outside
     :math:`\|X^\top\nu\|_\infty < 1`. Straightforward evaluation, for reading and checking; the
-    solver uses a gap parametrization instead.
+    solver uses a gap parametrization instead. Source: Woodworth et al. 2020, Theorem 1
+    (:math:`D = 2`) and Theorem 3 (:math:`D \ge 3`), whose limit is the primal
+    :math:`\min Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` of this dual.
 
     Args:
-        nu: ``(N,)`` float vector.
-        X: ``(N, d)`` design matrix. y: ``(N,)`` targets.
-        alpha: float > 0. depth: int >= 2.
+        nu: ``(N,)`` finite real vector, the dual variable.
+        X: ``(N, d)`` finite real design matrix.
+        y: ``(N,)`` finite real targets.
+        alpha: initialization scale, a finite float > 0 with :math:`\alpha^D` inside the
+            float64 range.
+        depth: int :math:`D \ge 2`.
 
     Returns:
-        A float64 scalar (``inf`` outside the domain).
+        A float64 JAX scalar; ``inf`` outside the domain (:math:`D \ge 3`) or when
+        :math:`\alpha^D H_D` overflows.
+
+    Raises:
+        ValueError: ``nu``, ``X`` or ``y`` not real numeric, non-finite, or of the wrong
+            rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``alpha`` not a
+            finite number > 0, or ``alpha**depth`` outside the float64 range; ``depth`` not
+            an integer ``>= 2``.
 
     Example:
         >>> import numpy as np
@@ -370,11 +425,19 @@ def dual_objective(nu, X, y, alpha, depth=2):
         0.0
     """
     depth = _check_depth(depth)
-    z = jnp.asarray(X).T @ jnp.asarray(nu)
+    X = _validate.as_array("X", X, ndim=2)
+    nu = _validate.as_array("nu", nu, shape=(X.shape[0],))
+    y = _validate.as_array("y", y, shape=(X.shape[0],))
+    alpha = _validate.positive("alpha", alpha)
+    with np.errstate(over="ignore", under="ignore"):
+        scale = float(np.float64(alpha) ** depth)
+    if not np.isfinite(scale) or scale == 0:
+        raise ValueError(f"alpha**depth = {scale} is outside float64 range")
+    z = X.T @ nu
     H = H_D(z, depth)
     if depth > 2:
         H = jnp.where(jnp.abs(z) < 1, H, jnp.inf)
-    return alpha ** depth * jnp.sum(H) - jnp.dot(jnp.asarray(y), jnp.asarray(nu))
+    return scale * jnp.sum(H) - jnp.dot(y, nu)
 
 
 def _link(z, a, b, log_scale, depth):
@@ -565,7 +628,7 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
         >>> import numpy as np
         >>> X = np.array([[1.0, 2.0]]); y = np.array([1.0])
         >>> np.round(np.asarray(implicit_bias_limit(X, y, alpha=1e-3)), 4).tolist()  # ~ l1
-        [0.0, 0.5]
+        [0.0007, 0.4996]
         >>> np.round(np.asarray(implicit_bias_limit(X, y, alpha=1e3)), 4).tolist()   # ~ l2
         [0.2, 0.4]
     """
@@ -611,16 +674,80 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
 # ----------------------------------------------------------------------------------------------
 
 
+def _check_params(params, d=None):
+    """The parameter dict {"w_plus", "w_minus"} of real arrays of one shape (..., d), checked
+    from dtypes and shapes only (so also on traced arrays); returns the two as float64."""
+    if not isinstance(params, Mapping) or not {"w_plus", "w_minus"} <= set(params):
+        got = (f"keys {sorted(map(str, params))}" if isinstance(params, Mapping)
+               else type(params).__name__)
+        raise ValueError(f'params must be a dict with keys "w_plus" and "w_minus", got {got}')
+    shape = None if d is None else (d,)
+    w_plus = _validate.real_array('params["w_plus"]', params["w_plus"], shape=shape)
+    w_minus = _validate.real_array('params["w_minus"]', params["w_minus"], shape=shape)
+    if w_plus.ndim < 1 or w_plus.shape != w_minus.shape:
+        raise ValueError('params["w_plus"] and params["w_minus"] must have the same shape '
+                         f"(..., d), got {w_plus.shape} and {w_minus.shape}")
+    return w_plus, w_minus
+
+
 def beta_of(params, depth=2):
-    r"""The linear predictor :math:`\beta = w_+^D - w_-^D` of parameters
-    ``{"w_plus": (..., d), "w_minus": (..., d)}`` (any leading axes, e.g. snapshots)."""
+    r"""The linear predictor :math:`\beta(w) = w_+^D - w_-^D` (elementwise powers) of the
+    depth-:math:`D` diagonal linear network.
+
+    The model :math:`f(w, x) = \langle \beta(w), x\rangle` of Woodworth et al. 2020 (Sec. 4
+    for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`); Moroshko et al. 2020 train the same model
+    on the exponential loss. It works on traced parameters (inside ``jax.grad``, ``vmap``),
+    e.g. to build the model for :func:`lib.empirical_ntk`.
+
+    Args:
+        params: dict ``{"w_plus": w_+, "w_minus": w_-}`` of real arrays of one shape
+            ``(..., d)``, any leading axes (e.g. the snapshot axis of a trajectory), cast to
+            float64. Values are not checked (NaN gives NaN).
+        depth: int :math:`D \ge 2` (a Python int or a 0-d integer array).
+
+    Returns:
+        float64 JAX array ``beta`` of shape ``(..., d)``.
+
+    Raises:
+        ValueError: ``params`` is not a dict with keys ``"w_plus"`` and ``"w_minus"``, its
+            two arrays are not real numeric, are 0-d or differ in shape; ``depth`` is not an
+            integer or is ``< 2``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> params = {"w_plus": jnp.array([2.0, 1.0]), "w_minus": jnp.array([1.0, 1.0])}
+        >>> beta_of(params, depth=3).tolist()  # 2^3 - 1^3, 1^3 - 1^3
+        [7.0, 0.0]
+    """
     depth = _check_depth(depth)
-    return params["w_plus"] ** depth - params["w_minus"] ** depth
+    w_plus, w_minus = _check_params(params)
+    return w_plus ** depth - w_minus ** depth
 
 
 def init_diagonal(d, alpha):
     r"""The unbiased initialization :math:`w_+ = w_- = \alpha\mathbf 1 \in \mathbb R^d`
-    (so :math:`\beta(0) = 0`), as the parameter dict used by :func:`square_loss`."""
+    (so :math:`\beta(0) = 0`), as the parameter dict used by :func:`square_loss`.
+
+    Woodworth et al. 2020 (Sec. 4 and 5) start the diagonal network there, so that the
+    prediction is zero at every scale :math:`\alpha` and only :math:`\alpha` selects the
+    regime: kernel for large :math:`\alpha`, rich for small :math:`\alpha`.
+
+    Args:
+        d: input dimension, an int >= 1.
+        alpha: initialization scale, a finite float > 0.
+
+    Returns:
+        dict ``{"w_plus": (d,), "w_minus": (d,)}`` of float64 JAX arrays filled with ``alpha``
+        (the same array object twice).
+
+    Raises:
+        ValueError: ``d`` not an integer ``>= 1``; ``alpha`` not a finite number > 0.
+
+    Example:
+        >>> params = init_diagonal(3, 0.5)
+        >>> params["w_plus"].tolist(), beta_of(params).tolist()
+        ([0.5, 0.5, 0.5], [0.0, 0.0, 0.0])
+    """
     d = _validate.integer("d", d, minimum=1)
     alpha = _validate.positive("alpha", alpha)
     w = jnp.full((d,), alpha)
@@ -628,11 +755,46 @@ def init_diagonal(d, alpha):
 
 
 def square_loss(params, args):
-    r""":math:`L(w) = \sum_n (\langle w_+^D - w_-^D, x_n\rangle - y_n)^2` with
-    ``args = (X, y, depth)`` (``depth`` a float array, so one compiled loss serves every depth).
+    r"""The square loss :math:`L(w) = \sum_n (\langle w_+^D - w_-^D, x_n\rangle - y_n)^2` of
+    the diagonal network, in the form :func:`lib.flows.gradient_descent` calls.
+
+    The training loss of Woodworth et al. 2020 (Sec. 4 and 5; no factor 1/2, no mean), whose
+    gradient flow from :func:`init_diagonal` converges to :func:`implicit_bias_limit` when it
+    reaches zero loss. ``depth`` is an argument in ``args``, a float array, so that one
+    compiled loss serves every depth.
+
+    Args:
+        params: dict ``{"w_plus": (d,), "w_minus": (d,)}`` of real arrays.
+        args: tuple ``(X, y, depth)``: ``X`` an ``(N, d)`` real design matrix, ``y`` ``(N,)``
+            real targets, ``depth`` a real scalar :math:`D \ge 2` (Python number or 0-d
+            array, possibly traced). Only dtypes and shapes are checked, since the loss runs
+            traced inside the compiled training loop: NaN or inf values give a NaN or inf loss
+            (which :func:`lib.flows.gradient_descent` reports as an error), and a non-integer
+            or negative ``depth`` is not detected (use :func:`gradient_descent_path`, which
+            validates its arguments).
+
+    Returns:
+        A float64 JAX scalar :math:`\ge 0`.
+
+    Raises:
+        ValueError: ``params`` not a dict with keys ``"w_plus"`` and ``"w_minus"`` of shape
+            ``(d,)``; ``args`` not a triple ``(X, y, depth)``; ``X`` not 2-D, ``y`` not of
+            shape ``(N,)``, ``depth`` not a scalar; any of them not real numeric.
+
+    Example:
+        >>> import numpy as np
+        >>> params = {"w_plus": np.array([1.0, 1.0]), "w_minus": np.array([0.0, 1.0])}
+        >>> X, y = np.array([[1.0, 2.0]]), np.array([3.0])
+        >>> float(square_loss(params, (X, y, 2.0)))  # (<(1, 0), (1, 2)> - 3)^2
+        4.0
     """
-    X, y, depth = args
-    beta = params["w_plus"] ** depth - params["w_minus"] ** depth
+    if not isinstance(args, tuple | list) or len(args) != 3:
+        raise ValueError("args must be a tuple (X, y, depth)")
+    X = _validate.real_array("X", args[0], ndim=2)
+    y = _validate.real_array("y", args[1], shape=(X.shape[0],))
+    depth = _validate.real_array("depth", args[2], shape=())
+    w_plus, w_minus = _check_params(params, X.shape[1])
+    beta = w_plus ** depth - w_minus ** depth
     r = X @ beta - y
     return jnp.sum(r ** 2)
 
@@ -834,9 +996,37 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
     r"""Gradient descent :math:`w_{k+1} = w_k - \eta\nabla L(w_k)` on the diagonal network from
     :math:`w_\pm(0) = \alpha\mathbf 1`, through :func:`lib.flows.gradient_descent`.
 
-    With a small step it tracks the flow; with a large one its limit differs from the flow's
-    (the chapter measures how). Arguments as in :func:`lib.flows.gradient_descent`; returns a
-    :class:`DiagonalRun` (``times = steps * step_size``).
+    With a small step it tracks the flow (whose limit is Woodworth et al. 2020, Theorems 1
+    and 3); with a large one its limit differs from the flow's (the chapter measures how). The
+    loss is :func:`square_loss`.
+
+    Args:
+        X: ``(N, d)`` finite real design matrix.
+        y: ``(N,)`` finite real targets.
+        alpha: initialization scale, a finite float > 0.
+        depth: int :math:`D \ge 2`.
+        step_size: :math:`\eta`, a finite float > 0.
+        num_steps: maximal number of steps, an int >= 0.
+        snapshots: steps at which to record the state, as in
+            :func:`lib.flows.gradient_descent` (an int ``k`` for about ``k`` geometrically
+            spaced steps, default 64, or an increasing int array in ``[0, num_steps]``).
+        target: stop as soon as :math:`L \le` ``target`` (default: never, run all steps).
+        on_divergence: ``"raise"`` (default) or ``"stop"`` (stop and flag the trajectory's
+            ``diverged``) when the loss or the gradient becomes non-finite.
+
+    Returns:
+        A :class:`DiagonalRun` with ``times = steps * step_size``, ``beta`` of shape
+        ``(S, d)`` for the ``S`` snapshots, ``converged`` whether ``target`` was reached and
+        ``stop_time = num_steps_taken * step_size``.
+
+    Raises:
+        ValueError: ``X`` not 2-D, ``y`` not of shape ``(N,)``, either non-finite or not
+            real numeric; ``alpha`` not a finite number > 0; ``depth`` not an integer
+            ``>= 2``; ``step_size`` not finite and > 0; ``num_steps`` not an integer ``>= 0``;
+            malformed ``snapshots``; ``on_divergence`` not ``"raise"`` or ``"stop"``; the
+            loss not finite at the initialization (e.g. ``alpha**depth`` overflows).
+        lib.flows.DivergenceError: the loss or the gradient became non-finite (step too
+            large) and ``on_divergence="raise"``.
 
     Example:
         >>> import numpy as np
@@ -1030,12 +1220,44 @@ def log_exponential_loss(params, args):
     r""":math:`\log L` for :math:`L(u) = \frac1N\sum_n \exp(-y_n\langle x_n, w(u)\rangle)`,
     :math:`w = u_+^D - u_-^D`, as a log-sum-exp (finite however small :math:`L` is).
 
-    ``params = {"w_plus": (d,), "w_minus": (d,)}``, ``args = (A, depth)`` with
-    :math:`A = \mathrm{diag}(y) X` of shape ``(N, d)`` and ``depth`` a Python int. For
-    :func:`lib.flows.gradient_descent` with ``log_domain=True``.
+    The exponential loss of the diagonal network studied by Moroshko et al. 2020 (Sec. 2;
+    trained by normalized gradient descent, Sec. 5), in log domain for
+    :func:`lib.flows.gradient_descent` and :func:`lib.flows.gradient_descent_sweep` with
+    ``log_domain=True`` (as :func:`exponential_loss_path` does). The predictor is computed as
+    :math:`(u_+ - u_-)\sum_k u_+^k u_-^{D-1-k}`, without cancellation when :math:`u_+ \approx
+    u_-`.
+
+    Args:
+        params: dict ``{"w_plus": (d,), "w_minus": (d,)}`` of real arrays (:math:`u_\pm`).
+        args: tuple ``(A, depth)``: :math:`A = \mathrm{diag}(y) X`, an ``(N, d)`` real array
+            with ``N >= 1``, and ``depth`` a Python int :math:`D \ge 2`. Only dtypes and
+            shapes of the arrays are checked, since the loss runs traced inside the compiled
+            training loop: NaN or inf entries give a NaN or infinite :math:`\log L`, which
+            :func:`lib.flows.gradient_descent` reports as an error.
+
+    Returns:
+        A float64 JAX scalar :math:`\log L`, finite even when :math:`L` underflows.
+
+    Raises:
+        ValueError: ``params`` not a dict with keys ``"w_plus"`` and ``"w_minus"`` of shape
+            ``(d,)``; ``args`` not a pair ``(A, depth)``; ``A`` not 2-D with at least one
+            row or not real numeric; ``depth`` not an integer ``>= 2``.
+
+    Example:
+        >>> import numpy as np
+        >>> params = {"w_plus": np.array([1.0, 0.0]), "w_minus": np.zeros(2)}
+        >>> A = np.array([[1.0, 0.0], [0.0, 1.0]])   # margins 1 and 0
+        >>> round(float(log_exponential_loss(params, (A, 2))), 12)  # log((e^-1 + 1) / 2)
+        -0.379885493042
     """
-    A, depth = args
-    w = _beta_stable(params["w_plus"], params["w_minus"], depth)
+    if not isinstance(args, tuple | list) or len(args) != 2:
+        raise ValueError("args must be a tuple (A, depth)")
+    depth = _check_depth(args[1])
+    A = _validate.real_array("A", args[0], ndim=2)
+    if A.shape[0] < 1:
+        raise ValueError(f"A must have at least one row, got shape {A.shape}")
+    w_plus, w_minus = _check_params(params, A.shape[1])
+    w = _beta_stable(w_plus, w_minus, depth)
     m = A @ w
     return jax.scipy.special.logsumexp(-m) - jnp.log(A.shape[0])
 

@@ -126,7 +126,12 @@ def _real_params(name, params):
     for leaf in leaves:
         if jnp.iscomplexobj(leaf):
             raise ValueError(f"{name} must be real, got complex values")
-        if not bool(jnp.all(jnp.isfinite(jnp.asarray(leaf)))):
+        try:
+            leaf = jnp.asarray(leaf)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must contain numeric arrays, got a leaf of type "
+                             f"{type(leaf).__name__}") from err
+        if not bool(jnp.all(jnp.isfinite(leaf))):
             raise ValueError(f"{name} contains non-finite values (NaN or inf)")
     return jax.tree_util.tree_map(lambda p: jnp.asarray(p, dtype=jnp.float64), params)
 
@@ -142,11 +147,19 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
     (Chizat, Oyallon & Bach 2019, Sec. 2).
 
     Args:
-        f: model ``f(params, x)``.
-        params0: the expansion point, a pytree of float arrays.
+        f: model ``f(params, x)``, any output shape (scalar outputs are not required here).
+        params0: the expansion point :math:`\theta_0`, a pytree of finite real arrays (cast to
+            float64), with at least one leaf.
 
     Returns:
-        A function ``f_lin(params, x)`` with the same signature and output shape as ``f``.
+        A function ``f_lin(params, x)`` with the same signature and output shape as ``f``;
+        ``params`` must have the pytree structure of ``params0`` (otherwise JAX raises a
+        ``ValueError`` when ``f_lin`` is called), and ``f`` is evaluated at ``params0`` on
+        every call.
+
+    Raises:
+        ValueError: ``f`` is not callable; ``params0`` has no leaf, or a leaf that is
+            complex, not numeric or not finite (NaN or inf).
 
     Example:
         >>> import jax.numpy as jnp
