@@ -384,7 +384,7 @@ def Q(beta, alpha, depth=2):
     depth = _check_depth(depth)
     beta = _validate.as_array("beta", beta, ndim=1)
     alpha = _validate.positive("alpha", alpha)
-    scale = alpha ** depth
+    scale = float(np.float64(alpha) ** depth) if np.log(alpha) * depth < 709 else np.inf
     if not np.isfinite(scale) or scale == 0:
         raise ValueError(f"alpha**depth = {scale} is outside float64 range")
     return scale * jnp.sum(q_D(beta / scale, depth))
