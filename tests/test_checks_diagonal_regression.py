@@ -3,10 +3,10 @@ fails with a hint, a stub is "not attempted". Reference answers written independ
 
 import jax.numpy as jnp
 import numpy as np
-import pytest
+from checker_contract import checker_contract
 
 import lib
-from lib.checks import check, registered
+from lib.checks import check
 
 
 def _dual(nu, X, y, alpha):
@@ -28,10 +28,6 @@ def _alpha_for_l1(X, y, depth, eps):
     return float(np.exp(lo))
 
 
-def _stub(*args):
-    raise NotImplementedError
-
-
 CORRECT = {"diagonal_regression/dual-d2": _dual,
            "diagonal_regression/alpha-for-l1": _alpha_for_l1}
 WRONG = {
@@ -39,22 +35,6 @@ WRONG = {
     - y @ nu,
     "diagonal_regression/alpha-for-l1": lambda X, y, depth, eps: 1e-300,
 }
-
-
-def test_every_registered_exercise_is_covered_here():
-    ids = [e for e in registered() if e.startswith("diagonal_regression/")]
-    assert sorted(ids) == sorted(CORRECT)
-
-
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_correct_passes(exercise):
-    assert check(exercise, CORRECT[exercise], quiet=True).status == "passes"
-
-
-@pytest.mark.parametrize("exercise", sorted(WRONG))
-def test_wrong_fails_with_hint(exercise):
-    result = check(exercise, WRONG[exercise], quiet=True)
-    assert result.status == "fails" and result.message
 
 
 def test_too_large_alpha_fails():
@@ -69,6 +49,5 @@ def test_sign_error_in_dual_is_named():
     assert result.status == "fails" and "sign" in result.message
 
 
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_stub_is_not_attempted(exercise):
-    assert check(exercise, _stub, quiet=True).status == "not attempted"
+(test_every_exercise_is_covered, test_correct_passes, test_wrong_fails_with_hint,
+ test_stub_is_not_attempted) = checker_contract("diagonal_regression", CORRECT, WRONG)

@@ -3,9 +3,7 @@ stubs are "not attempted". Reference answers are written here independently."""
 
 import jax.numpy as jnp
 import numpy as np
-import pytest
-
-from lib.checks import check, registered
+from checker_contract import checker_contract
 
 
 def _smoothed(z, beta):
@@ -25,10 +23,6 @@ def _picture(a, B):
 
 def _f2(K, y):
     return float(np.sqrt(np.asarray(y) @ np.linalg.solve(np.asarray(K), np.asarray(y))))
-
-
-def _stub(*args):
-    raise NotImplementedError("exercise")
 
 
 CORRECT = {
@@ -55,22 +49,5 @@ WRONG = {
 }
 
 
-def test_every_f1f2_exercise_is_covered_here():
-    assert sorted(e for e in registered() if e.startswith("f1_f2/")) == sorted(CORRECT)
-
-
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_correct_passes(exercise):
-    assert check(exercise, CORRECT[exercise], quiet=True).status == "passes"
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("exercise,i", [(e, i) for e in sorted(WRONG) for i in range(3)])
-def test_wrong_fails_with_hint(exercise, i):
-    result = check(exercise, WRONG[exercise][i], quiet=True)
-    assert result.status == "fails" and result.message
-
-
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_stub_is_not_attempted(exercise):
-    assert check(exercise, _stub, quiet=True).status == "not attempted"
+(test_every_exercise_is_covered, test_correct_passes, test_wrong_fails_with_hint,
+ test_stub_is_not_attempted) = checker_contract("f1_f2", CORRECT, WRONG)

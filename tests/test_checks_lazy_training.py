@@ -2,9 +2,7 @@
 stubs are "not attempted". References here are written independently of the checkers."""
 
 import numpy as np
-import pytest
-
-from lib.checks import check, registered
+from checker_contract import checker_contract
 
 
 def _distance(K0, K1):
@@ -16,10 +14,6 @@ def _linear_ntk(x1, x2, kappa):
     # Monte-Carlo-free: E[b b^T] = I/d on the sphere, plus kappa^2 from the input layer
     x1, x2 = np.asarray(x1), np.asarray(x2)
     return np.einsum("id,jd->ij", x1, x2) * (1.0 / x1.shape[1] + kappa * kappa)
-
-
-def _stub(*args):
-    raise NotImplementedError
 
 
 CORRECT = {
@@ -41,22 +35,5 @@ WRONG = {
 }
 
 
-def test_every_chapter_exercise_is_covered():
-    ids = [e for e in registered() if e.startswith("lazy_training/")]
-    assert sorted(ids) == sorted(CORRECT)
-
-
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_correct_passes(exercise):
-    assert check(exercise, CORRECT[exercise], quiet=True).status == "passes"
-
-
-@pytest.mark.parametrize("exercise,index", [(e, i) for e in WRONG for i in range(len(WRONG[e]))])
-def test_wrong_fails_with_hint(exercise, index):
-    result = check(exercise, WRONG[exercise][index], quiet=True)
-    assert result.status == "fails" and result.message
-
-
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_stub_not_attempted(exercise):
-    assert check(exercise, _stub, quiet=True).status == "not attempted"
+(test_every_exercise_is_covered, test_correct_passes, test_wrong_fails_with_hint,
+ test_stub_is_not_attempted) = checker_contract("lazy_training", CORRECT, WRONG)

@@ -4,9 +4,9 @@ are not attempted. The reference answers here are written independently of the c
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
+from checker_contract import checker_contract
 
-from lib.checks import check, registered
+from lib.checks import check
 
 
 def _best_linear_loss(n, k, alpha):
@@ -30,10 +30,6 @@ def _unbiased_model(phi):
     return f
 
 
-def _stub(*args):
-    raise NotImplementedError
-
-
 CORRECT = {"parity/best-linear-loss": _best_linear_loss,
            "parity/unbiased-model": _unbiased_model}
 WRONG = {
@@ -46,28 +42,12 @@ WRONG = {
 }
 
 
-def test_every_parity_exercise_is_covered():
-    assert sorted(e for e in registered() if e.startswith("parity/")) == sorted(CORRECT)
-
-
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_correct_passes(exercise):
-    assert check(exercise, CORRECT[exercise], quiet=True).status == "passes"
-
-
-@pytest.mark.parametrize("exercise,index", [(e, i) for e in WRONG for i in range(len(WRONG[e]))])
-def test_wrong_fails_with_hint(exercise, index):
-    result = check(exercise, WRONG[exercise][index], quiet=True)
-    assert result.status == "fails" and result.message
-
-
-@pytest.mark.parametrize("exercise", sorted(CORRECT))
-def test_stub_is_not_attempted(exercise):
-    assert check(exercise, _stub, quiet=True).status == "not attempted"
-
-
 def test_identity_sigma_gets_the_specific_hint():
     result = check("parity/best-linear-loss", _identity_sigma, quiet=True)
     assert "Sigma = I" in result.message
     assert not np.isclose(_identity_sigma(20, 3, 0.5), _best_linear_loss(20, 3, 0.5))
     assert jax.numpy.isfinite(_best_linear_loss(3, 2, 0.5))
+
+
+(test_every_exercise_is_covered, test_correct_passes, test_wrong_fails_with_hint,
+ test_stub_is_not_attempted) = checker_contract("parity", CORRECT, WRONG)
