@@ -47,16 +47,30 @@ def install_source(repo_url: str, branch: str) -> str:
     )
 
 
-def add_install_cell(path: Path, repo_url: str, branch: str) -> None:
-    """Insert (once) the cell installing ``lib`` at the top of the notebook at ``path``."""
+def macros_source(macros: dict) -> str:
+    """A markdown cell defining the book's TeX macros (``\\R``, ``\\E``, ...) for plain
+    Jupyter and Colab, which do not read the book's MathJax configuration."""
+    defs = "".join(f"\\newcommand{{\\{name}}}{{{body}}}" for name, body in macros.items())
+    return f"${defs}$\n\n*(TeX macros of the course, used by the cells below.)*"
+
+
+def add_install_cell(path: Path, repo_url: str, branch: str, macros: dict | None = None) -> None:
+    """Insert (once) at the top of the notebook at ``path`` the cell installing ``lib`` and,
+    when the book defines TeX ``macros``, a markdown cell defining them."""
     nb = nbformat.read(path, as_version=4)
     if any(INSTALL_TAG in c.get("metadata", {}).get("tags", []) for c in nb.cells):
         return
     cell = nbformat.v4.new_code_cell(install_source(repo_url, branch))
     cell.metadata["tags"] = [INSTALL_TAG, "remove-cell"]
-    if nb.nbformat_minor < 5:  # cell ids exist from nbformat 4.5 on
-        cell.pop("id", None)
-    nb.cells.insert(0, cell)
+    new = [cell]
+    if macros:
+        math = nbformat.v4.new_markdown_cell(macros_source(macros))
+        math.metadata["tags"] = ["course-tex-macros", "remove-cell"]
+        new.insert(0, math)
+    for c in new:
+        if nb.nbformat_minor < 5:  # cell ids exist from nbformat 4.5 on
+            c.pop("id", None)
+    nb.cells[0:0] = new
     # myst-nb's line map and jupytext's pairing hint mean nothing to plain Jupyter
     nb.metadata.pop("source_map", None)
     nb.metadata.pop("jupytext", None)
@@ -73,7 +87,8 @@ def fix_links(app, pagename, templatename, context, doctree):
         return
     path = Path(app.outdir) / "_sources" / ipynb
     if path.is_file():
-        add_install_cell(path, repo_url, branch)
+        tex = (getattr(app.config, "mathjax3_config", None) or {}).get("tex", {})
+        add_install_cell(path, repo_url, branch, macros=tex.get("macros") or {})
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue
