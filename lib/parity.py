@@ -479,10 +479,8 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
 
 def _model_args(theta, x):
     """Static checks (valid under jit/grad/vmap): theta and x real, 1-D, the same length."""
-    theta, x = jnp.asarray(theta), jnp.asarray(x)
-    for name, v in (("theta", theta), ("x", x)):
-        if jnp.iscomplexobj(v) or not jnp.issubdtype(v.dtype, jnp.number):
-            raise ValueError(f"{name} must be real, got dtype {v.dtype}")
+    theta = _validate.real_array("theta", theta)
+    x = _validate.real_array("x", x)
     if theta.ndim != 1 or theta.shape[0] == 0 or x.shape != theta.shape:
         raise ValueError(f"theta and x must both have shape (n,) with n >= 1 (one input: use "
                          f"jax.vmap for a batch), got {theta.shape} and {x.shape}")

@@ -126,7 +126,7 @@ def two_layer(params, x, output_scale: float = 1.0):
         1.0
     """
     a, B = _unpack(params)
-    x = _real("x", x)
+    x = _validate.real_array("x", x)
     if x.shape != (B.shape[1],):
         raise ValueError(f"x must have shape ({B.shape[1]},) for one input; got {x.shape} "
                          "(use two_layer_batch for a batch)")
@@ -155,29 +155,15 @@ def two_layer_batch(params, X, output_scale: float = 1.0):
         [1.0, -1.0]
     """
     a, B = _unpack(params)
-    X = _real("X", X)
+    X = _validate.real_array("X", X)
     if X.ndim != 2 or X.shape[1] != B.shape[1]:
         raise ValueError(f"X must have shape (n, {B.shape[1]}), got {X.shape}")
     s = _scale(output_scale)
     return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X))
 
 
-def _real(name, x):
-    """``x`` as a float64 array; complex or non-numeric input is refused (static check)."""
-    if isinstance(x, str | bytes):
-        raise ValueError(f"{name} must be a real array, got a string")
-    try:
-        raw = jnp.asarray(x)
-    except TypeError as err:
-        raise ValueError(f"{name} must be a real array, got {type(x).__name__}") from err
-    if jnp.iscomplexobj(raw) or not (jnp.issubdtype(raw.dtype, jnp.number)
-                                     or raw.dtype == jnp.bool_):
-        raise ValueError(f"{name} must be real, got dtype {raw.dtype}")
-    return raw.astype(jnp.float64)
-
-
 def _scale(output_scale):
-    s = _real("output_scale", output_scale)
+    s = _validate.real_array("output_scale", output_scale)
     if s.ndim != 0:
         raise ValueError(f"output_scale must be a scalar, got shape {s.shape}")
     if not isinstance(s, jax.core.Tracer) and not (np.isfinite(float(s)) and float(s) > 0):
@@ -200,8 +186,8 @@ def _unpack(params):
     """Check the parameter dict's shapes (static, so this also works under jit/vmap/grad)."""
     if not isinstance(params, dict) or set(params) != {"a", "B"}:
         raise ValueError("params must be a dict with keys 'a' (m,) and 'B' (m, d)")
-    a = _real("params['a']", params["a"])
-    B = _real("params['B']", params["B"])
+    a = _validate.real_array("params['a']", params["a"])
+    B = _validate.real_array("params['B']", params["B"])
     if a.ndim != 1 or B.ndim != 2 or B.shape[0] != a.shape[0] or a.shape[0] == 0:
         raise ValueError(f"params['a'] must be (m,) and params['B'] (m, d) with m >= 1, got "
                          f"{a.shape} and {B.shape}")
