@@ -17,6 +17,7 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.checks`: self-checks for the exercises.
 * :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
 * :mod:`lib.claims`: the claims ledger (record a checked claim where it is asserted).
+* :mod:`lib.config`: the run's size (``KRR_FULL``) and seed (``KRR_SEED``), and the keys derived from it.
 """
 
 import jax
@@ -26,6 +27,7 @@ jax.config.update("jax_enable_x64", True)
 from . import (  # noqa: E402
     checks,
     claims,
+    config,
     convex,
     diagonal,
     flows,
@@ -106,6 +108,7 @@ __all__ = [
     "check",
     "checks",
     "claims",
+    "config",
     "convex",
     "empirical_ntk",
     "flows",

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import config
+
 __all__ = ["ClaimFailed", "STATUSES", "claims_dir", "record", "records"]
 
 STATUSES = ("reproduced", "reduced size", "failed", "not covered")
@@ -142,7 +144,8 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
 
     Returns:
         The record (a dict with keys ``claim``, ``chapter``, ``source``, ``statement``,
-        ``value``, ``check``, ``passed``, ``status``, ``size``, ``run``, ``time``), also appended
+        ``value``, ``check``, ``passed``, ``status``, ``size``, ``run``, ``seed``, ``full``,
+        ``time``), also appended
         to :data:`records` and, when a directory is known, to ``<directory>/<chapter>.jsonl``.
 
     Raises:
@@ -237,6 +240,8 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         "size": size,
         "status": _SIZES[size] if ok else "failed",
         "run": RUN_ID,
+        "seed": config.seed(),
+        "full": config.full(),
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     line = json.dumps(entry, allow_nan=False)  # every number is finite by now
