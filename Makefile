@@ -1,14 +1,15 @@
 # Two commands do everything on a fresh machine (Python 3.11 with venv):
 #   make book   set up .venv from the pinned requirements and build the HTML book
 #   make test   set up .venv and run the lib tests and every chapter through nbval
-# Other targets: make bench (chapter and build timings), make lint, make clean.
+# Other targets: make bench (chapter and build timings), make seeds (every chapter under seeds
+# 1-4), make full (the whole book at the papers' size), make lint, make clean.
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: book test bench lint clean venv
+.PHONY: book test bench seeds full lint clean venv
 
 venv: $(STAMP)
 
@@ -27,6 +28,17 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/benchmark.py
+
+# Every chapter under other seeds (KRR_SEED), default size: per-claim table of seeds passed and
+# value ranges. SEEDS="1 2 3 4" by default; RECORD=1 stores the records in results/seeds/.
+SEEDS ?= 1 2 3 4
+seeds: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py seeds --seeds $(SEEDS) $(if $(filter 1,$(RECORD)),--record)
+
+# The whole book at the papers' size (KRR_FULL=1) into _build/full/html, its claims into
+# _build/full/claims, with each chapter's time; RECORD=1 stores the records in results/full/.
+full: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py full $(if $(filter 1,$(RECORD)),--record)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check lib tests scripts _ext

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -90,6 +91,70 @@ def load_records(folder: Path) -> dict[str, list[dict]]:
                 by_id[row["claim"]] = row
         out[path.stem] = list(by_id.values())
     return out
+
+
+def load_results(srcdir: Path, kind: str) -> tuple[dict, dict[str, list[dict]]]:
+    """A committed sweep (``results/full`` or ``results/seeds``): its ``run.json`` and its
+    records by claim id (``{}`` and ``{}`` when it was never recorded)."""
+    folder = Path(srcdir) / "results" / kind
+    try:
+        meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}, {}
+    by_claim: dict[str, list[dict]] = {}
+    for path in sorted((folder / "claims").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                by_claim.setdefault(rec["claim"], []).append(rec)
+    return meta, by_claim
+
+
+def is_stale(srcdir: Path, meta: dict, chapter: str, _cache={}) -> bool:
+    """Whether the chapter's source or ``lib/`` differ from the commit a sweep was run at (also
+    when that run was made on uncommitted changes, or git cannot tell)."""
+    commit = meta.get("commit")
+    if not commit or meta.get("dirty") is not False:
+        return True
+    key = (str(srcdir), commit, chapter)
+    if key not in _cache:
+        result = subprocess.run(
+            ["git", "diff", "--quiet", commit, "--", "lib", f"chapters/{chapter}.md"],
+            cwd=srcdir, capture_output=True)
+        _cache[key] = result.returncode != 0
+    return _cache[key]
+
+
+def _full_cell(srcdir, meta, recs, chapter):
+    if not recs:
+        return nodes.paragraph(text="not run" if meta else "no paper-size run recorded")
+    rec = recs[-1]
+    status = rec["status"] if rec.get("passed") else "failed"
+    para = nodes.paragraph()
+    para += nodes.inline(text=status, classes=[STATUS_CLASS[status]])
+    para += nodes.Text(f" {_fmt(rec.get('value'))} ({meta.get('date', '?')[:10]}, "
+                       f"{str(meta.get('commit') or '?')[:7]})")
+    if is_stale(srcdir, meta, chapter):
+        para += nodes.Text(" ")
+        para += nodes.inline(text="stale", classes=["claim-stale"])
+    return para
+
+
+def _seeds_cell(srcdir, meta, recs, chapter, passed_here):
+    """k/n: seed 0 is this build; the other seeds come from the recorded sweep. A seed under
+    which the chapter failed before recording the claim counts as not passed."""
+    seeds = [int(s) for s in meta.get("seeds", [])]
+    failed_chapters = {int(s): v for s, v in meta.get("failed_chapters", {}).items()}
+    passed = {int(r["seed"]) for r in recs if r.get("passed") and "seed" in r}
+    ran = {int(r["seed"]) for r in recs if "seed" in r} | {
+        s for s in seeds if chapter in failed_chapters.get(s, [])}
+    k = int(bool(passed_here)) + len(passed & set(seeds))
+    n = 1 + len(ran & set(seeds))
+    para = nodes.paragraph(text=f"{k}/{n}")
+    if meta and is_stale(srcdir, meta, chapter):
+        para += nodes.Text(" ")
+        para += nodes.inline(text="stale", classes=["claim-stale"])
+    return para
 
 
 def _book_order(env):
@@ -168,8 +233,9 @@ def _row(cells):
 
 
 def _table(rows):
-    headers = ["Claim", "Status", "Measured", "Check", "Source", "Chapter"]
-    widths = [38, 10, 12, 12, 18, 10]
+    headers = ["Claim", "Status", "Measured", "Check", "Paper size", "Seeds passed", "Source",
+               "Chapter"]
+    widths = [30, 9, 10, 10, 14, 6, 13, 8]
     table = nodes.table(classes=["claims-ledger-table"])
     group = nodes.tgroup(cols=len(headers))
     table += group
@@ -205,6 +271,9 @@ def fill(app, doctree, fromdoc):
     if not placeholders:
         return
     records = load_records(claims_folder(app))
+    srcdir = Path(app.srcdir)
+    full_meta, full_recs = load_results(srcdir, "full")
+    seeds_meta, seed_recs = load_results(srcdir, "seeds")
     order = _book_order(app.env)
     chapter_docs = {}
     for doc in order:
@@ -237,6 +306,10 @@ def fill(app, doctree, fromdoc):
             rows.append(_row([claim, status_node,
                               nodes.paragraph(text=_fmt(rec.get("value"))),
                               nodes.paragraph(text=_check_text(rec.get("check", {}))),
+                              _full_cell(srcdir, full_meta, full_recs.get(rec["claim"], []),
+                                         chapter),
+                              _seeds_cell(srcdir, seeds_meta, seed_recs.get(rec["claim"], []),
+                                          chapter, rec.get("passed")),
                               _inline(rec["source"]), _chapter_link(app, fromdoc, doc)]))
     for node in placeholders:
         extra_rows = []
@@ -247,10 +320,18 @@ def fill(app, doctree, fromdoc):
             status_node += nodes.inline(text="not covered", classes=[STATUS_CLASS["not covered"]])
             extra_rows.append(_row([_inline(e["statement"]), status_node,
                                     nodes.paragraph(text=""), nodes.paragraph(text=""),
+                                    nodes.paragraph(text=""), nodes.paragraph(text=""),
                                     _inline(e["source"]), where]))
         total = dict(counts, **{"not covered": counts["not covered"] + len(extra_rows)})
-        summary = nodes.paragraph(text="This build: " + ", ".join(
-            f"{n} {s}" for s, n in total.items()) + ".")
+        text = "This build: " + ", ".join(f"{n} {s}" for s, n in total.items()) + "."
+        if full_meta:
+            text += (f" Paper size: run of {full_meta.get('date', '?')[:10]} at commit "
+                     f"{str(full_meta.get('commit') or '?')[:7]}.")
+        if seeds_meta:
+            text += (f" Seeds: 0 (this build) and {', '.join(map(str, seeds_meta.get('seeds', [])))}"
+                     f" (run of {seeds_meta.get('date', '?')[:10]} at commit "
+                     f"{str(seeds_meta.get('commit') or '?')[:7]}).")
+        summary = nodes.paragraph(text=text)
         if rows or extra_rows:
             node.replace_self([summary, _table(rows + extra_rows)])
         else:

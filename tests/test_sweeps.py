@@ -1,0 +1,93 @@
+"""The seed and paper-size sweeps (scripts/sweeps.py) and how the ledger shows them."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+sys.path.insert(0, str(ROOT / "scripts"))
+import claims_ledger  # noqa: E402
+import sweeps  # noqa: E402
+
+
+def rec(claim, seed, passed, value):
+    return {"claim": claim, "chapter": claim.split("/")[0], "seed": seed, "passed": passed,
+            "value": value, "run": f"r{seed}", "status": "reduced size" if passed else "failed"}
+
+
+def test_summary_counts_seeds_and_value_range():
+    by_seed = {0: [rec("a/x", 0, True, 1.0), rec("a/y", 0, True, [2.0, 5.0])],
+               1: [rec("a/x", 1, True, 3.0), rec("a/y", 1, False, 7.0)],
+               2: [rec("a/x", 2, True, -1.0)]}                 # a/y missing: chapter failed
+    rows, ok = sweeps.summarize(by_seed, {2: ["a"]})
+    got = {r["claim"]: r for r in rows}
+    assert sorted(got["a/x"]["passed"]) == [0, 1, 2] and got["a/x"]["range"] == [-1.0, 3.0]
+    assert sorted(got["a/y"]["failed"]) == [1, 2] and got["a/y"]["n"] == 3
+    assert got["a/y"]["range"] == [2.0, 7.0]
+    assert not ok
+
+
+def test_summary_all_passed():
+    rows, ok = sweeps.summarize({0: [rec("a/x", 0, True, 1.0)], 1: [rec("a/x", 1, True, 2.0)]},
+                                {})
+    assert ok and rows[0]["n"] == 2
+
+
+def test_latest_records_keep_the_last_run(tmp_path):
+    lines = [dict(rec("c/x", 1, False, 1.0), run="old"), dict(rec("c/x", 1, True, 2.0), run="new")]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert [r["value"] for r in sweeps.latest_records(tmp_path)] == [2.0]
+
+
+def _repo(tmp_path):
+    def git(*a):
+        subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "m.py").write_text("x = 1\n")
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "c.md").write_text("# c\n")
+    (tmp_path / "chapters" / "d.md").write_text("# d\n")
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True,
+                          text=True).stdout.strip()
+    return head
+
+
+def test_stale_when_chapter_or_lib_changed(tmp_path):
+    head = _repo(tmp_path)
+    meta = {"commit": head, "dirty": False}
+    assert not claims_ledger.is_stale(tmp_path, meta, "c", {})
+    (tmp_path / "chapters" / "d.md").write_text("# d changed\n")
+    assert not claims_ledger.is_stale(tmp_path, meta, "c", {})   # another chapter changed
+    assert claims_ledger.is_stale(tmp_path, meta, "d", {})
+    (tmp_path / "lib" / "m.py").write_text("x = 2\n")
+    assert claims_ledger.is_stale(tmp_path, meta, "c", {})        # lib changed: every chapter
+
+
+def test_stale_when_run_on_uncommitted_changes_or_unknown(tmp_path):
+    head = _repo(tmp_path)
+    assert claims_ledger.is_stale(tmp_path, {"commit": head, "dirty": True}, "c", {})
+    assert claims_ledger.is_stale(tmp_path, {"commit": None, "dirty": False}, "c", {})
+    assert claims_ledger.is_stale(tmp_path, {"commit": "0" * 40, "dirty": False}, "c", {})
+
+
+def test_load_results_and_seed_cell(tmp_path):
+    head = _repo(tmp_path)
+    folder = tmp_path / "results" / "seeds"
+    (folder / "claims").mkdir(parents=True)
+    meta = {"commit": head, "dirty": False, "seeds": [1, 2, 3, 4],
+            "failed_chapters": {"4": ["c"]}, "date": "2026-11-30T00:00:00+00:00"}
+    (folder / "run.json").write_text(json.dumps(meta))
+    recs = [rec("c/x", 1, True, 1.0), rec("c/x", 2, True, 1.0), rec("c/x", 3, False, 9.0)]
+    (folder / "claims" / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    got_meta, by_claim = claims_ledger.load_results(tmp_path, "seeds")
+    assert got_meta["seeds"] == [1, 2, 3, 4] and len(by_claim["c/x"]) == 3
+    cell = claims_ledger._seeds_cell(tmp_path, got_meta, by_claim["c/x"], "c", True)
+    assert cell.astext() == "3/5"            # seeds 0, 1, 2 passed; 3 failed; 4: chapter failed
+    cell = claims_ledger._seeds_cell(tmp_path, got_meta, by_claim["c/x"], "c", False)
+    assert cell.astext() == "2/5"
+    assert claims_ledger.load_results(tmp_path, "full") == ({}, {})
