@@ -110,19 +110,16 @@ def load_results(srcdir: Path, kind: str) -> tuple[dict, dict[str, list[dict]]]:
     return meta, by_claim
 
 
-def is_stale(srcdir: Path, meta: dict, chapter: str, _cache={}) -> bool:
+def is_stale(srcdir: Path, meta: dict, chapter: str) -> bool:
     """Whether the chapter's source or ``lib/`` differ from the commit a sweep was run at (also
     when that run was made on uncommitted changes, or git cannot tell)."""
     commit = meta.get("commit")
     if not commit or meta.get("dirty") is not False:
         return True
-    key = (str(srcdir), commit, chapter)
-    if key not in _cache:
-        result = subprocess.run(
-            ["git", "diff", "--quiet", commit, "--", "lib", f"chapters/{chapter}.md"],
-            cwd=srcdir, capture_output=True)
-        _cache[key] = result.returncode != 0
-    return _cache[key]
+    result = subprocess.run(
+        ["git", "diff", "--quiet", commit, "--", "lib", f"chapters/{chapter}.md"],
+        cwd=srcdir, capture_output=True)
+    return result.returncode != 0
 
 
 def _full_cell(srcdir, meta, recs, chapter):
@@ -328,9 +325,10 @@ def fill(app, doctree, fromdoc):
             text += (f" Paper size: run of {full_meta.get('date', '?')[:10]} at commit "
                      f"{str(full_meta.get('commit') or '?')[:7]}.")
         if seeds_meta:
-            text += (f" Seeds: 0 (this build) and {', '.join(map(str, seeds_meta.get('seeds', [])))}"
-                     f" (run of {seeds_meta.get('date', '?')[:10]} at commit "
-                     f"{str(seeds_meta.get('commit') or '?')[:7]}).")
+            others = ", ".join(map(str, seeds_meta.get("seeds", [])))
+            commit = str(seeds_meta.get("commit") or "?")[:7]
+            text += (f" Seeds: 0 (this build) and {others} (run of "
+                     f"{seeds_meta.get('date', '?')[:10]} at commit {commit}).")
         summary = nodes.paragraph(text=text)
         if rows or extra_rows:
             node.replace_self([summary, _table(rows + extra_rows)])

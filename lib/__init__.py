@@ -17,7 +17,8 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.checks`: self-checks for the exercises.
 * :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
 * :mod:`lib.claims`: the claims ledger (record a checked claim where it is asserted).
-* :mod:`lib.config`: the run's size (``KRR_FULL``) and seed (``KRR_SEED``), and the keys derived from it.
+* :mod:`lib.config`: the run's size (``KRR_FULL``) and seed (``KRR_SEED``), and the keys
+  derived from it.
 """
 
 import jax

@@ -337,7 +337,7 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
                            normalized: bool = False, log_domain: bool = False,
                            loss_args: PyTree = None, loss_args_axes: int | None = 0,
                            progress: bool | None = None,
-                           on_divergence: str = "raise") -> Trajectory:
+                           on_divergence: str = "raise", shard: bool | None = None) -> Trajectory:
     """:func:`gradient_descent` for a batch of ``B`` runs at once, with one compilation.
 
     Use it to sweep a grid of initialization scales: stack the initial parameters along a
@@ -355,6 +355,11 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
             ``None`` for shared data even when its first axis happens to equal ``B``.
         num_steps, snapshots, target, normalized, log_domain, progress, on_divergence: as in
             :func:`gradient_descent`; ``target`` is shared by all runs.
+        shard: split the ``B`` runs over all local JAX devices (``jax.sharding``; the batch is
+            padded to a multiple of the device count and the padding dropped from the result).
+            ``None`` (default): shard when there are several devices, e.g. on a multi-GPU host
+            or on CPU with ``XLA_FLAGS=--xla_force_host_platform_device_count=2``. The runs are
+            independent, so the result is the same as on one device.
 
     Returns:
         A :class:`Trajectory` whose fields have a leading batch axis: ``params`` leaves are
@@ -362,7 +367,8 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
         ``converged`` and ``diverged`` are ``(B,)`` numpy arrays. Each run stops on its own.
 
     Raises:
-        ValueError: as :func:`gradient_descent`, or if ``step_size`` has the wrong shape.
+        ValueError: as :func:`gradient_descent`, or if ``step_size`` has the wrong shape, or
+            ``shard`` is not a bool or None.
 
     Example:
         >>> import jax.numpy as jnp
@@ -381,8 +387,40 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
         raise ValueError(f"params0 leaves must share the batch size, got sizes {sorted(sizes)}")
     if loss_args_axes not in (0, None) or isinstance(loss_args_axes, bool):
         raise ValueError(f"loss_args_axes must be 0 or None, got {loss_args_axes!r}")
-    return _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
+    if shard is not None and not isinstance(shard, bool):
+        raise ValueError(f"shard must be True, False or None, got {shard!r}")
+    devices = jax.local_devices()
+    batch = sizes.pop()
+    if (len(devices) > 1 if shard is None else shard) and len(devices) > 1:
+        pad = (-batch) % len(devices)
+        params0 = _shard_runs(params0, pad, devices)
+        if loss_args_axes == 0 and loss_args is not None:
+            loss_args = _shard_runs(loss_args, pad, devices)
+        eta = np.asarray(step_size, dtype=np.float64)
+        if eta.ndim == 1 and pad:
+            step_size = np.concatenate([eta, np.repeat(eta[-1:], pad)])
+    traj = _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
                 loss_args, progress, on_divergence, batched=True, args_axes=loss_args_axes)
+    if jax.tree_util.tree_leaves(traj.final)[0].shape[0] != batch:  # drop the padding
+        traj = jax.tree_util.tree_map(lambda x: x[:batch], traj)
+    return traj
+
+
+def _shard_runs(tree, pad, devices):
+    """Pad the leading (run) axis of every leaf to a multiple of the device count by repeating
+    the last run, and split it over the devices."""
+    mesh = jax.sharding.Mesh(np.array(devices), ("runs",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("runs"))
+
+    def put(x):
+        x = jnp.asarray(x)
+        if jnp.ndim(x) == 0:
+            raise ValueError("params0 and per-run loss_args leaves need a leading batch axis")
+        if pad:
+            x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
+        return jax.device_put(x, sharding)
+
+    return jax.tree_util.tree_map(put, tree)
 
 
 @functools.lru_cache(maxsize=64)

@@ -223,8 +223,9 @@ def run_full(args) -> int:
         toc_path.write_text(yaml.safe_dump(toc, sort_keys=False))
     env = dict(os.environ, KRR_FULL="1", KRR_CLAIMS_DIR=str(out / "claims"))
     env.pop("KRR_SEED", None)
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--config", str(config_path), "--toc",
-           str(toc_path), "--path-output", str(out), "--all", "--keep-going", "-n"]
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT),
+           "--config", str(config_path), "--toc", str(toc_path), "--path-output", str(out),
+           "--all", "--keep-going", "-n"]
     if not args.k:
         cmd.append("-W")
     print("+ KRR_FULL=1", " ".join(cmd), flush=True)

@@ -30,7 +30,7 @@ def test_other_seeds_change_every_stream_and_keep_streams_apart(env, s):
     assert config.seed() == s
     draws = [float(jax.random.normal(config.key(i))) for i in range(4)]
     base = [float(jax.random.normal(jax.random.key(i))) for i in range(4)]
-    assert all(a != b for a, b in zip(draws, base))
+    assert all(a != b for a, b in zip(draws, base, strict=True))
     assert len(set(draws)) == 4
     assert config.rng(0).random() != np.random.default_rng(0).random()
     assert config.rng(0).random() != config.rng(1).random()

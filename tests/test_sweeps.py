@@ -60,19 +60,19 @@ def _repo(tmp_path):
 def test_stale_when_chapter_or_lib_changed(tmp_path):
     head = _repo(tmp_path)
     meta = {"commit": head, "dirty": False}
-    assert not claims_ledger.is_stale(tmp_path, meta, "c", {})
+    assert not claims_ledger.is_stale(tmp_path, meta, "c")
     (tmp_path / "chapters" / "d.md").write_text("# d changed\n")
-    assert not claims_ledger.is_stale(tmp_path, meta, "c", {})   # another chapter changed
-    assert claims_ledger.is_stale(tmp_path, meta, "d", {})
+    assert not claims_ledger.is_stale(tmp_path, meta, "c")   # another chapter changed
+    assert claims_ledger.is_stale(tmp_path, meta, "d")
     (tmp_path / "lib" / "m.py").write_text("x = 2\n")
-    assert claims_ledger.is_stale(tmp_path, meta, "c", {})        # lib changed: every chapter
+    assert claims_ledger.is_stale(tmp_path, meta, "c")        # lib changed: every chapter
 
 
 def test_stale_when_run_on_uncommitted_changes_or_unknown(tmp_path):
     head = _repo(tmp_path)
-    assert claims_ledger.is_stale(tmp_path, {"commit": head, "dirty": True}, "c", {})
-    assert claims_ledger.is_stale(tmp_path, {"commit": None, "dirty": False}, "c", {})
-    assert claims_ledger.is_stale(tmp_path, {"commit": "0" * 40, "dirty": False}, "c", {})
+    assert claims_ledger.is_stale(tmp_path, {"commit": head, "dirty": True}, "c")
+    assert claims_ledger.is_stale(tmp_path, {"commit": None, "dirty": False}, "c")
+    assert claims_ledger.is_stale(tmp_path, {"commit": "0" * 40, "dirty": False}, "c")
 
 
 def test_load_results_and_seed_cell(tmp_path):
