@@ -111,3 +111,63 @@ def test_failed_build_publishes_nothing_and_fails_again(tmp_path):
         assert not (book / "_build" / ".build-ok").exists()
         assert not (book / "_build" / "html").exists()
         assert (book / "_build" / ".build-failed").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# make test fails whenever make book would (issue 17, input 3)
+# --------------------------------------------------------------------------------------------
+
+BAD_MAGIC = """
+```{code-cell} ipython3
+%no_such_line_magic
+raise RuntimeError("this cell fails the book build")
+```
+"""
+
+
+def nbval(folder: Path, chapter_md: str, plugin: bool = True) -> subprocess.CompletedProcess:
+    """Convert one chapter as scripts/run_tests.py does and run it with its nbval options."""
+    import jupytext
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from run_tests import NBVAL_ARGS
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    src = folder / "chapters" / "tiny.md"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(chapter_md)
+    (folder / "lib").mkdir(exist_ok=True)
+    (folder / "lib" / "tiny.py").write_text("VALUE = 1\n")
+    nbtest = folder / "_nbtest"
+    nbtest.mkdir(exist_ok=True)
+    jupytext.write(jupytext.read(src), nbtest / "tiny.ipynb")
+    args = list(NBVAL_ARGS) if plugin else [a for a in NBVAL_ARGS if a not in
+                                            ("-p", "nbval_build_rules")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
+    return subprocess.run([sys.executable, "-m", "pytest", str(nbtest), *args,
+                           "-p", "no:cacheprovider", "-q"], cwd=folder, capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+def test_nbval_fails_an_error_reported_without_error_message(tmp_path):
+    chapter = CHAPTER.format(kernel="python3", extra=BAD_MAGIC)
+    plain = nbval(tmp_path, chapter, plugin=False)
+    assert plain.returncode == 0, "nbval alone now catches it: the plugin may be redundant"
+    ruled = nbval(tmp_path, chapter)
+    assert ruled.returncode != 0
+    assert "status 'error'" in ruled.stdout and "UsageError" in ruled.stdout
+
+
+def test_nbval_fails_a_chapter_with_another_kernel(tmp_path):
+    ruled = nbval(tmp_path, CHAPTER.format(kernel="julia-1.9", extra=""))
+    assert ruled.returncode != 0
+    assert "kernelspec names kernel 'julia-1.9'" in ruled.stdout
+
+
+def test_nbval_passes_a_good_chapter_and_allowed_errors(tmp_path):
+    allowed = ("\n```{code-cell} ipython3\n:tags: [raises-exception]\n%no_such_line_magic\n```\n"
+               "\n```{code-cell} ipython3\n:tags: [skip-execution]\nraise SystemExit(3)\n```\n")
+    ruled = nbval(tmp_path, CHAPTER.format(kernel="python3", extra=allowed))
+    assert ruled.returncode == 0, ruled.stdout[-3000:]
+    assert "1 skipped" in ruled.stdout
