@@ -147,7 +147,7 @@ def _scan_numbers(cells_sources: list[str], numbers: Numbers) -> None:
 
 
 def _walk_numbers(lines, numbers: Numbers) -> None:
-    for i, item in enumerate(_split_blocks(lines)):
+    for item in _split_blocks(lines):
         if item[0] == "text":
             m = _DOLLAR_LABEL.match(item[1])
             if m:

@@ -7,9 +7,10 @@
 
 In a student notebook each coding solution is a stub raising NotImplementedError that names the
 exercise, derivation solutions are removed and the check cells stay, so run top to bottom every
-check says "not attempted", "fails (hint: ...)" or "passes". Their Markdown is converted from MyST to
-plain Jupyter Markdown (math, theorem boxes, citations) like every notebook the course hands out. Both outputs are searched for every
-line of every solution; a line found there fails the command. See chapters/instructors.md.
+check says "not attempted", "fails (hint: ...)" or "passes". Their Markdown is converted from
+MyST to plain Jupyter Markdown (math, theorem boxes, citations) like every notebook the course
+hands out. Both outputs are searched for every line of every solution; a line found there fails
+the command. See chapters/instructors.md.
 """
 
 from __future__ import annotations
