@@ -6,8 +6,8 @@ Colab opens only notebooks hosted on GitHub, and the chapters are Markdown files
 ``DEST/<page>.ipynb`` (default ``_build/notebooks``). The book's download notebooks are already
 converted to plain Jupyter Markdown by ``_ext/notebook_links.py``; a notebook that is not (built
 by another route) is converted here with the same converter, ``_ext/myst_to_jupyter.py``.
-Publishing that folder as the root of the branch named ``notebooks_branch`` in ``_config.yml`` (``notebooks`` by default) makes each
-chapter's Colab button open its notebook, e.g. with
+Publishing that folder as the root of the branch named ``notebooks_branch`` in ``_config.yml``
+(``notebooks`` by default) makes each chapter's Colab button open its notebook, e.g. with
 ``git worktree add ../notebooks notebooks && cp -r _build/notebooks/* ../notebooks/``, then commit
 and push from there (a deployment step; nothing here touches the network).
 """
