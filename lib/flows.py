@@ -170,16 +170,13 @@ def _advance_impl(loss, state, stop_step, step_size, target, loss_args, normaliz
     return run_one(state, step_size, target, loss_args)
 
 
-# Snapshots recorded per compiled call: a power of two up to this (few distinct shapes, so few
-# compilations; the progress bar and the early stop are checked between calls).
-_MAX_CHUNK = 512
+# Snapshots recorded per compiled call. One fixed size, so the loop is compiled once per loss
+# whatever the number of snapshots (as before); the progress bar and the early stop are checked
+# between calls, and a padded stop costs nothing (lax.cond skips it).
+_CHUNK = 64
 # A recording may use at most this fraction of the memory available when it starts (the
 # chunks and their concatenation hold up to two copies).
 _MEMORY_FRACTION = 0.5
-
-
-def _chunk_size(num_snapshots):
-    return int(min(_MAX_CHUNK, 1 << max(0, int(num_snapshots) - 1).bit_length()))
 
 
 def _available_memory():
@@ -213,22 +210,27 @@ def _check_memory(num_snapshots, params0, batch):
 
 @functools.partial(jax.jit, static_argnames=("loss", "normalized", "log_domain", "batched",
                                              "args_axes"))
-def _advance_chunk(loss, state, stops, step_size, target, loss_args, normalized, log_domain,
-                   batched, args_axes=0):
+def _advance_chunk(loss, state, stops, fresh, step_size, target, loss_args, normalized,
+                   log_domain, batched, args_axes=0):
     """Advance to each step of ``stops`` in turn, recording the state there: a ``lax.scan``
-    whose stacked outputs are the preallocated snapshot buffer. Returns (final state,
-    states with a leading axis ``len(stops)``)."""
+    whose stacked outputs are the preallocated snapshot buffer. A stop already reached is
+    skipped (``lax.cond``), except the first one when ``fresh`` (the state's loss is not yet
+    evaluated). Returns (final state, states with a leading axis ``len(stops)``)."""
 
-    def body(s, stop):
-        s = _advance_impl(loss, s, stop, step_size, target, loss_args, normalized, log_domain,
-                          batched, args_axes)
-        return s, s
+    def advance(s, stop):
+        return _advance_impl(loss, s, stop, step_size, target, loss_args, normalized,
+                             log_domain, batched, args_axes)
 
-    return jax.lax.scan(body, state, stops)
+    def body(carry, stop):
+        s, first = carry
+        go = first | jnp.any((s.step < stop) & ~s.done)
+        s = jax.lax.cond(go, advance, lambda s, stop: s, s, stop)
+        return (s, jnp.zeros_like(first)), s
+
+    (state, _), states = jax.lax.scan(body, (state, jnp.asarray(fresh)), stops)
+    return state, states
 
 
-_advance = functools.partial(jax.jit, static_argnames=(
-    "loss", "normalized", "log_domain", "batched", "args_axes"))(_advance_impl)
 
 
 def _progress_enabled(progress):
@@ -286,8 +288,8 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
                    jnp.zeros(shape, dtype=bool), jnp.zeros(shape, dtype=bool))
     # Evaluate the initial loss through the same compiled path (stop_step = 0 takes no step).
     try:
-        state = _advance(loss, state, 0, eta, target, loss_args, normalized, log_domain,
-                         batched, args_axes)
+        state, _ = _advance_chunk(loss, state, jnp.zeros(_CHUNK, dtype=jnp.int64), True, eta,
+                                  target, loss_args, normalized, log_domain, batched, args_axes)
     except TypeError as err:
         raise ValueError(f"loss must return a real float64 scalar for params0 (and loss_args): "
                          f"{err}") from err
@@ -309,7 +311,7 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
     # Record the snapshots in chunks: one compiled lax.scan per chunk advances to each stop and
     # writes the state into the scan's preallocated output buffer; the chunks are joined once at
     # the end. Time and memory are linear in the number of snapshots.
-    chunk = _chunk_size(steps.size)
+    chunk = _CHUNK
     parts = []
     bar = tqdm(total=int(steps[-1]), disable=not _progress_enabled(progress), leave=False,
                desc="gradient descent")
@@ -319,8 +321,8 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
         count = stops.size
         if count < chunk:  # pad with the last stop: no step is taken, the shape is reused
             stops = np.concatenate([stops, np.full(chunk - count, stops[-1])])
-        state, part = _advance_chunk(loss, state, jnp.asarray(stops), eta, target, loss_args,
-                                     normalized, log_domain, batched, args_axes)
+        state, part = _advance_chunk(loss, state, jnp.asarray(stops), False, eta, target,
+                                     loss_args, normalized, log_domain, batched, args_axes)
         parts.append(part if count == chunk else
                      jax.tree_util.tree_map(lambda x, c=count: x[:c], part))
         recorded += count
