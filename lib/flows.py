@@ -12,9 +12,9 @@ provides both, written once for any loss over any pytree of parameters:
 
 * :func:`gradient_descent` runs a fixed step size (optionally *normalized*: the step is divided
   by the loss, as Moroshko et al. 2020 do for the exponential loss) inside a compiled
-  ``lax.while_loop``. The trajectory is recorded only at chosen snapshot steps; between
-  snapshots the loop advances in one compiled chunk, so a run of 10^7 steps stores a few
-  dozen states. Training stops early once the loss reaches a target.
+  ``lax.while_loop``. The trajectory is recorded only at chosen snapshot steps, written into a
+  preallocated buffer by a compiled ``lax.scan`` over the snapshots; between snapshots the loop
+  advances without leaving compiled code, so a run of 10^7 steps stores a few dozen states. Training stops early once the loss reaches a target.
 * :func:`gradient_descent_sweep` runs the same training for a batch of initializations (for
   instance a grid of initialization scales ``alpha``) with a single compilation, through
   ``jax.vmap``.
@@ -395,8 +395,13 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
 
     Raises:
         ValueError: non-positive or non-finite ``step_size``, negative ``num_steps``,
-            malformed ``snapshots``, non-finite ``params0``.
+            malformed ``snapshots``, non-finite ``params0``, or ``snapshots`` whose recording
+            would need more than half the memory available (the message gives the size).
         DivergenceError: the run diverged and ``on_divergence="raise"``.
+
+    Recording costs time and memory linear in the number of snapshots (each state is written
+    into a preallocated buffer inside the compiled loop), so ``snapshots=np.arange(N + 1)``
+    is fine when the ``N + 1`` states fit in memory.
 
     Example:
         >>> import jax.numpy as jnp
