@@ -8,6 +8,19 @@ process, and prints wall time, CPU time (user + sys) and the growth of the peak 
 memory over the process before the run. Recording is linear when the time per snapshot and
 the memory per snapshot stay flat as the number of steps grows. Not a test: timings depend on
 the machine and its load.
+
+Measured for issue 17 on the 2-core machine shared with other jobs (wall time inflated by the
+load; CPU time is the better guide):
+
+    steps   before: wall / CPU / +peak MB     after: wall / CPU / +peak MB
+    1000            6.8 /  3.9 /  75                 2.8 / 0.48 /  42
+    2000           33.6 / 15.1 / 193                 4.3 / 0.71 /  74
+    5000          508.8 / 77.5 / 578                 6.8 / 1.37 / 165
+
+Before, states were stacked from a Python list by one XLA operation with one input per
+snapshot (CPU time growing like steps^2); after, a compiled ``lax.scan`` writes them into its
+preallocated output, 64 snapshots per call: CPU time and memory grow linearly (5001 states of
+2000 float64 are 80 MB; the peak holds the chunks and their concatenation).
 """
 
 from __future__ import annotations
