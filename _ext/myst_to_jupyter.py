@@ -350,3 +350,22 @@ def chapter_numbers(root) -> dict[str, int]:
                 n += 1
                 out[Path(chapter["file"]).stem] = n
     return out
+
+
+def main(argv=None) -> int:
+    """``python _ext/myst_to_jupyter.py NOTEBOOK...``: convert notebooks of this course in
+    place (chapter numbers from ``_toc.yml``, references from ``references.bib``). Binder's
+    ``postBuild`` runs it on the notebooks jupytext makes from the chapters."""
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    numbers = chapter_numbers(root)
+    for name in (sys.argv[1:] if argv is None else argv):
+        convert_file(name, bib_files=[root / "references.bib"],
+                     chapter=numbers.get(Path(name).stem))
+        print(f"converted {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
