@@ -5,6 +5,10 @@ Chapters are MyST Markdown files; sphinx-book-theme (with ``launch_buttons`` set
 the ``.ipynb`` download, but its launch links point at the ``.md`` file. This extension, run
 after the theme on every page:
 
+* converts the downloadable ``.ipynb`` from MyST to plain Jupyter Markdown
+  (``_ext/myst_to_jupyter.py``: display math with its number, theorem boxes, citations with a
+  references cell, equation references, exercises), so its math renders in plain Jupyter and
+  Colab;
 * puts a first cell into the downloadable ``.ipynb`` that installs the course library from the
   repository when ``lib`` cannot be imported (Colab, a copy downloaded alone), so the notebook
   runs in plain Jupyter with no jupytext;
@@ -28,6 +32,16 @@ import re
 from pathlib import Path
 
 import nbformat
+
+try:  # loaded by Sphinx as a local extension (``_ext`` on sys.path)
+    import myst_to_jupyter
+except ImportError:  # imported as a file from the tests
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "myst_to_jupyter", Path(__file__).with_name("myst_to_jupyter.py"))
+    myst_to_jupyter = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(myst_to_jupyter)
 
 INSTALL_TAG = "install-course-library"
 
@@ -54,12 +68,15 @@ def macros_source(macros: dict) -> str:
     return f"${defs}$\n\n*(TeX macros of the course, used by the cells below.)*"
 
 
-def add_install_cell(path: Path, repo_url: str, branch: str, macros: dict | None = None) -> None:
-    """Insert (once) at the top of the notebook at ``path`` the cell installing ``lib`` and,
-    when the book defines TeX ``macros``, a markdown cell defining them."""
+def add_install_cell(path: Path, repo_url: str, branch: str, macros: dict | None = None,
+                     bib: dict | None = None, chapter=None) -> None:
+    """Convert (once) the notebook at ``path`` to plain Jupyter Markdown and insert at its top
+    the cell installing ``lib`` and, when the book defines TeX ``macros``, a markdown cell
+    defining them."""
     nb = nbformat.read(path, as_version=4)
     if any(INSTALL_TAG in c.get("metadata", {}).get("tags", []) for c in nb.cells):
         return
+    myst_to_jupyter.convert_notebook(nb, bib=bib, chapter=chapter)
     cell = nbformat.v4.new_code_cell(install_source(repo_url, branch))
     cell.metadata["tags"] = [INSTALL_TAG, "remove-cell"]
     new = [cell]
@@ -88,7 +105,10 @@ def fix_links(app, pagename, templatename, context, doctree):
     path = Path(app.outdir) / "_sources" / ipynb
     if path.is_file():
         tex = (getattr(app.config, "mathjax3_config", None) or {}).get("tex", {})
-        add_install_cell(path, repo_url, branch, macros=tex.get("macros") or {})
+        secnum = app.env.toc_secnumbers.get(pagename, {}).get("")
+        add_install_cell(path, repo_url, branch, macros=tex.get("macros") or {},
+                         bib=_bibliography(app),
+                         chapter=".".join(map(str, secnum)) if secnum else None)
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue
@@ -100,6 +120,16 @@ def fix_links(app, pagename, templatename, context, doctree):
                 url = re.sub(r"\.md$", ".ipynb", url)
                 button["url"] = url.replace(f"/blob/{branch}/",
                                             f"/blob/{app.config.notebooks_branch}/", 1)
+
+
+def _bibliography(app) -> dict:
+    """The book's references (``bibtex_bibfiles``), read once per build."""
+    cached = getattr(app, "_krr_bibliography", None)
+    if cached is None:
+        files = [Path(app.srcdir) / f for f in getattr(app.config, "bibtex_bibfiles", [])]
+        cached = myst_to_jupyter.read_bibliography([f for f in files if f.is_file()])
+        app._krr_bibliography = cached
+    return cached
 
 
 def dedupe_scripts(app, pagename, templatename, context, doctree):

@@ -12,9 +12,9 @@ provides both, written once for any loss over any pytree of parameters:
 
 * :func:`gradient_descent` runs a fixed step size (optionally *normalized*: the step is divided
   by the loss, as Moroshko et al. 2020 do for the exponential loss) inside a compiled
-  ``lax.while_loop``. The trajectory is recorded only at chosen snapshot steps; between
-  snapshots the loop advances in one compiled chunk, so a run of 10^7 steps stores a few
-  dozen states. Training stops early once the loss reaches a target.
+  ``lax.while_loop``. The trajectory is recorded only at chosen snapshot steps, written into a
+  preallocated buffer by a compiled ``lax.scan`` over the snapshots; between snapshots the loop
+  advances without leaving compiled code, so a run of 10^7 steps stores a few dozen states. Training stops early once the loss reaches a target.
 * :func:`gradient_descent_sweep` runs the same training for a batch of initializations (for
   instance a grid of initialization scales ``alpha``) with a single compilation, through
   ``jax.vmap``.
@@ -139,11 +139,9 @@ def _all_finite(tree):
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "normalized", "log_domain", "batched",
-                                             "args_axes"))
-def _advance(loss, state, stop_step, step_size, target, loss_args, normalized, log_domain,
-             batched, args_axes=0):
-    """Run steps until ``stop_step`` or until the target is reached; compiled once per loss."""
+def _advance_impl(loss, state, stop_step, step_size, target, loss_args, normalized, log_domain,
+                  batched, args_axes=0):
+    """Run steps until ``stop_step`` or until the target is reached (traced)."""
 
     def run_one(state, step_size, target, loss_args):
         def cond(s):
@@ -170,6 +168,69 @@ def _advance(loss, state, stop_step, step_size, target, loss_args, normalized, l
         return jax.vmap(run_one, in_axes=(0, 0, None, axes_args))(state, step_size, target,
                                                                   loss_args)
     return run_one(state, step_size, target, loss_args)
+
+
+# Snapshots recorded per compiled call. One fixed size, so the loop is compiled once per loss
+# whatever the number of snapshots (as before); the progress bar and the early stop are checked
+# between calls, and a padded stop costs nothing (lax.cond skips it).
+_CHUNK = 64
+# A recording may use at most this fraction of the memory available when it starts (the
+# chunks and their concatenation hold up to two copies).
+_MEMORY_FRACTION = 0.5
+
+
+def _available_memory():
+    """Bytes of memory available now (MemAvailable of /proc/meminfo), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_memory(num_snapshots, params0, batch):
+    """Refuse a recording that would not fit in memory, naming its size."""
+    per_state = sum(int(np.prod(np.shape(x))) * 8 for x in jax.tree_util.tree_leaves(params0))
+    per_state += 8 * 2 * (batch or 1) + 2 * (batch or 1)  # step, loss, done, bad
+    need = 2 * num_snapshots * per_state  # the chunks, then their concatenation
+    avail = _available_memory()
+    if avail is not None and need > _MEMORY_FRACTION * avail:
+        raise ValueError(
+            f"snapshots: recording {num_snapshots} snapshots of {per_state / 2**20:.3g} MiB each "
+            f"needs about {need / 2**30:.3g} GiB, more than half of the "
+            f"{avail / 2**30:.3g} GiB of memory available; record fewer snapshots (an int k "
+            "records about k steps spaced geometrically)")
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "normalized", "log_domain", "batched",
+                                             "args_axes"))
+def _advance_chunk(loss, state, stops, fresh, step_size, target, loss_args, normalized,
+                   log_domain, batched, args_axes=0):
+    """Advance to each step of ``stops`` in turn, recording the state there: a ``lax.scan``
+    whose stacked outputs are the preallocated snapshot buffer. A stop already reached is
+    skipped (``lax.cond``), except the first one when ``fresh`` (the state's loss is not yet
+    evaluated). Returns (final state, states with a leading axis ``len(stops)``)."""
+
+    def advance(s, stop):
+        return _advance_impl(loss, s, stop, step_size, target, loss_args, normalized,
+                             log_domain, batched, args_axes)
+
+    def body(carry, stop):
+        s, first = carry
+        go = first | jnp.any((s.step < stop) & ~s.done)
+        s = jax.lax.cond(go, advance, lambda s, stop: s, s, stop)
+        return (s, jnp.zeros_like(first)), s
+
+    (state, _), states = jax.lax.scan(body, (state, jnp.asarray(fresh)), stops)
+    return state, states
+
+
 
 
 def _progress_enabled(progress):
@@ -227,8 +288,8 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
                    jnp.zeros(shape, dtype=bool), jnp.zeros(shape, dtype=bool))
     # Evaluate the initial loss through the same compiled path (stop_step = 0 takes no step).
     try:
-        state = _advance(loss, state, 0, eta, target, loss_args, normalized, log_domain,
-                         batched, args_axes)
+        state, _ = _advance_chunk(loss, state, jnp.zeros(_CHUNK, dtype=jnp.int64), True, eta,
+                                  target, loss_args, normalized, log_domain, batched, args_axes)
     except TypeError as err:
         raise ValueError(f"loss must return a real float64 scalar for params0 (and loss_args): "
                          f"{err}") from err
@@ -246,26 +307,42 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
         raise ValueError("normalized=True divides by the loss, which must be > 0 at params0 "
                          f"(got {initial.min():g}); use log_domain=True for losses near 0")
 
-    records = []
+    _check_memory(steps.size, params0, batch)
+    # Record the snapshots in chunks: one compiled lax.scan per chunk advances to each stop and
+    # writes the state into the scan's preallocated output buffer; the chunks are joined once at
+    # the end. Time and memory are linear in the number of snapshots.
+    chunk = _CHUNK
+    parts = []
     bar = tqdm(total=int(steps[-1]), disable=not _progress_enabled(progress), leave=False,
                desc="gradient descent")
-    for stop in steps:
-        state = _advance(loss, state, int(stop), eta, target, loss_args, normalized,
-                         log_domain, batched, args_axes)
-        records.append(state)
-        bar.n = int(stop)
+    recorded = 0
+    while recorded < steps.size:
+        stops = steps[recorded:recorded + chunk]
+        count = stops.size
+        if count < chunk:  # pad with the last stop: no step is taken, the shape is reused
+            stops = np.concatenate([stops, np.full(chunk - count, stops[-1])])
+        state, part = _advance_chunk(loss, state, jnp.asarray(stops), False, eta, target,
+                                     loss_args, normalized, log_domain, batched, args_axes)
+        parts.append(part if count == chunk else
+                     jax.tree_util.tree_map(lambda x, c=count: x[:c], part))
+        recorded += count
+        bar.n = int(stops[count - 1])
         bar.refresh()
         if bool(jnp.all(state.bad)) or bool(jnp.all(state.done)):
             break
     bar.close()
-    while len(records) < len(steps):  # fill snapshots after an early stop
-        records.append(state)
+    if recorded < steps.size:  # fill snapshots after an early stop with the final state
+        rest = steps.size - recorded
+        parts.append(jax.tree_util.tree_map(
+            lambda x: jnp.broadcast_to(x, (rest, *x.shape)), state))
     if on_divergence == "raise" and bool(jnp.any(state.bad)):
         raise DivergenceError(
             f"loss became non-finite after {np.asarray(state.step).max()} steps "
             f"(step_size={step_size!r}); reduce step_size or pass on_divergence='stop'")
 
-    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *records)
+    stacked = (parts[0] if len(parts) == 1 else
+               jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *parts))
+    del parts
     if batched:  # put the batch axis first: (B, S, ...)
         stacked = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), stacked)
     step_arr = stacked.step
@@ -318,8 +395,13 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
 
     Raises:
         ValueError: non-positive or non-finite ``step_size``, negative ``num_steps``,
-            malformed ``snapshots``, non-finite ``params0``.
+            malformed ``snapshots``, non-finite ``params0``, or ``snapshots`` whose recording
+            would need more than half the memory available (the message gives the size).
         DivergenceError: the run diverged and ``on_divergence="raise"``.
+
+    Recording costs time and memory linear in the number of snapshots (each state is written
+    into a preallocated buffer inside the compiled loop), so ``snapshots=np.arange(N + 1)``
+    is fine when the ``N + 1`` states fit in memory.
 
     Example:
         >>> import jax.numpy as jnp

@@ -666,10 +666,19 @@ def find_leaks(folder: str | os.PathLike, snippets: list[str], *,
 
 
 def _lib_hash(root: Path) -> str:
+    """Hash of what decides executed outputs besides a chapter's source (jupyter-cache does not
+    see it): ``lib/`` and ``_ext/`` files, the book's configuration and the run switches, as
+    ``scripts/build_book.py`` hashes them."""
     digest = hashlib.sha256()
-    for path in sorted((root / "lib").rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
+    files = [p for tree in ("lib", "_ext") for p in (root / tree).rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts]
+    files += [root / n for n in ("_config.yml", "_toc.yml", "references.bib", "requirements.txt")
+              if (root / n).is_file()]
+    for path in sorted(files):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    for name in ("KRR_SEED", "KRR_FULL"):
+        digest.update(f"{name}={os.environ.get(name, '')}\0".encode())
     return digest.hexdigest()
 
 
@@ -702,7 +711,9 @@ def build_student_site(root: str | os.PathLike = ROOT, out: str | os.PathLike | 
     ``<out>/.work`` as output folder, then copies the HTML to ``<out>/html``. Every page is
     re-read (``--all``: an incremental Sphinx build would keep pages read before the student
     overrides); executed notebooks are cached in ``<out>/.work``, and the cache is cleared when
-    ``lib/`` changed (it does not see such changes).
+    ``lib/``, ``_ext/``, the configuration or ``KRR_SEED``/``KRR_FULL`` changed (it does not
+    see such changes). The pages of an earlier build are removed first, so a failed build
+    leaves no site, and a site with solution text is moved to ``<out>/html-failed``.
 
     Args:
         root: the course root.
@@ -740,11 +751,14 @@ def build_student_site(root: str | os.PathLike = ROOT, out: str | os.PathLike | 
         cmd.append("-q")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    result = subprocess.run(cmd, cwd=root, env=env)
     built = work / "_build" / "html"
+    target = out / "html"
+    # no page of an earlier build may survive this one: a failed build leaves no site at all
+    shutil.rmtree(built, ignore_errors=True)
+    shutil.rmtree(target, ignore_errors=True)
+    result = subprocess.run(cmd, cwd=root, env=env)
     if result.returncode != 0 or not built.is_dir():
         raise RuntimeError(f"the student site build failed (exit code {result.returncode})")
-    target = out / "html"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(built, target)
     stamp.write_text(current)
@@ -760,7 +774,10 @@ def build_student_site(root: str | os.PathLike = ROOT, out: str | os.PathLike | 
                                 skip=other_page)
         if leaks:
             listing = "\n".join(f"  {f}: {s}" for f, s in leaks[:20])
-            raise RuntimeError(f"solution text found in the student site:\n{listing}")
+            shutil.rmtree(out / "html-failed", ignore_errors=True)
+            target.rename(out / "html-failed")  # not publishable; kept to read
+            raise RuntimeError(f"solution text found in the student site (moved to "
+                               f"{out / 'html-failed'}):\n{listing}")
     return target
 
 

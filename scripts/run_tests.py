@@ -4,7 +4,10 @@ through nbval.
 The chapters are Jupytext MyST files; nbval reads notebooks, so each chapter in _toc.yml is
 converted to ``_nbtest/<name>.ipynb`` (a folder at the same depth as ``chapters/``, so relative
 paths in the chapters resolve the same way) and executed with ``--nbval-lax`` in the current
-environment's kernel. Extra arguments are passed to pytest, e.g.
+environment's kernel. The plugin ``scripts/nbval_build_rules.py`` makes nbval judge a chapter by
+the build's rules (a cell fails on an ``error`` execute reply, ``skip-execution`` cells are
+skipped, the kernelspec must name ``python3``), so ``make test`` fails whenever ``make book``
+would fail on a cell. Extra arguments are passed to pytest, e.g.
 ``python scripts/run_tests.py -k diagonal``.
 """
 
@@ -19,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # the pytest plugin nbval_build_rules
 from lib.homework import toc_chapters  # noqa: E402  (chapters named in _toc.yml, in order)
 
 NBTEST = ROOT / "_nbtest"
@@ -33,12 +37,17 @@ def convert():
     return NBTEST
 
 
+# How chapters are executed: nbval in the current environment, judged by the build's rules, with
+# the build's per-cell timeout (execute: timeout in _config.yml).
+NBVAL_ARGS = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=180",
+              "-p", "nbval_build_rules"]
+
+
 def main(argv):
     convert()
     # lib's docstring examples run too (--doctest-modules), so every Example is checked
-    args = ["tests", "lib", "--doctest-modules", str(NBTEST.relative_to(ROOT)), "--nbval-lax",
-            "--nbval-current-env",
-            "--nbval-cell-timeout=180", "-p", "no:cacheprovider", *argv]
+    args = ["tests", "lib", "--doctest-modules", str(NBTEST.relative_to(ROOT)), *NBVAL_ARGS,
+            "-p", "no:cacheprovider", *argv]
     return pytest.main(args)
 
 

@@ -7,8 +7,10 @@
 
 In a student notebook each coding solution is a stub raising NotImplementedError that names the
 exercise, derivation solutions are removed and the check cells stay, so run top to bottom every
-check says "not attempted", "fails (hint: ...)" or "passes". Both outputs are searched for every
-line of every solution; a line found there fails the command. See chapters/instructors.md.
+check says "not attempted", "fails (hint: ...)" or "passes". Their Markdown is converted from
+MyST to plain Jupyter Markdown (math, theorem boxes, citations) like every notebook the course
+hands out. Both outputs are searched for every line of every solution; a line found there fails
+the command. See chapters/instructors.md.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lib import homework  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "_ext"))
+import myst_to_jupyter  # noqa: E402  (MyST -> plain Jupyter Markdown, as the downloads)
 
 
 def main(argv=None) -> int:
@@ -50,7 +55,10 @@ def main(argv=None) -> int:
             for f, s in leaks:
                 print(f"solution text in {f}: {s}", file=sys.stderr)
             return 1
+        numbers = myst_to_jupyter.chapter_numbers(ROOT)
         for p in written:
+            myst_to_jupyter.convert_file(p, bib_files=[ROOT / "references.bib"],
+                                         chapter=numbers.get(p.stem))
             print(f"wrote {p}")
     if args.what in ("all", "site"):
         try:

@@ -208,3 +208,48 @@ def test_flow_target_already_met_and_bad_loss():
         lib.gradient_flow(lambda w: jnp.nan * jnp.sum(w), jnp.ones(2), jnp.array([1.0]))
     with pytest.raises(ValueError, match="callable"):
         lib.gradient_flow(3, jnp.ones(2), jnp.array([1.0]))
+
+
+# Issue 17: recording every step costs time and memory linear in the number of snapshots.
+
+def test_every_step_recorded_matches_closed_form():
+    """GD on L(w) = |w - c|^2 / 2 with step eta: w_k = c (1 - (1 - eta)^k) exactly; recorded
+    at every step of 1300 (several compiled chunks and a padded last one)."""
+    import lib.flows as flows
+
+    c = jnp.array([1.0, -2.0, 0.5])
+    eta, n = 0.01, 1300
+    traj = flows.gradient_descent(lambda w: 0.5 * jnp.sum((w - c) ** 2), jnp.zeros(3),
+                                  step_size=eta, num_steps=n, snapshots=np.arange(n + 1))
+    k = np.arange(n + 1)
+    expected = np.asarray(c)[None, :] * (1 - (1 - eta) ** k)[:, None]
+    assert traj.params.shape == (n + 1, 3)
+    np.testing.assert_array_equal(np.asarray(traj.steps), k)
+    np.testing.assert_allclose(np.asarray(traj.params), expected, rtol=1e-10, atol=1e-13)
+
+
+def test_every_step_recorded_with_early_stop_and_batch():
+    """A sweep stopping at a target inside a chunk: later snapshots repeat the final state."""
+    import lib.flows as flows
+
+    scales = jnp.array([1.0, 4.0])
+    traj = flows.gradient_descent_sweep(lambda w: 0.5 * jnp.sum(w ** 2), scales[:, None]
+                                        * jnp.ones((2, 2)), step_size=0.1, num_steps=700,
+                                        snapshots=np.arange(701), target=1e-6)
+    # loss_k = s^2 (0.9)^(2k): first k with loss <= 1e-6
+    first = [int(np.ceil(np.log(1e-6 / float(s) ** 2) / (2 * np.log(0.9)))) for s in scales]
+    assert traj.params.shape == (2, 701, 2)
+    for b in range(2):
+        assert int(traj.num_steps[b]) == first[b]
+        np.testing.assert_array_equal(np.asarray(traj.steps[b, first[b]:]), first[b])
+        np.testing.assert_allclose(np.asarray(traj.params[b, -1]),
+                                   float(scales[b]) * 0.9 ** first[b] * np.ones(2), rtol=1e-12)
+
+
+def test_recording_that_does_not_fit_is_refused(monkeypatch):
+    import lib.flows as flows
+
+    monkeypatch.setattr(flows, "_available_memory", lambda: 10 * 2**20)  # 10 MiB free
+    with pytest.raises(ValueError, match=r"snapshots: recording 5001 snapshots .* GiB"):
+        flows.gradient_descent(lambda w: jnp.sum(w ** 2), jnp.ones(2000), step_size=0.1,
+                               num_steps=5000, snapshots=np.arange(5001))
