@@ -79,3 +79,72 @@ def test_check_keys_differ_between_exercises():
     a = jax.random.normal(_key("setup/symmetrize"), (3,))
     b = jax.random.normal(_key("setup/gd-least-squares"), (3,))
     assert not np.allclose(a, b)
+
+
+# --------------------------------------------------------------------------------------------
+# Setup exercises: the checkers agree with the chapter's model and wording (issue 20)
+# --------------------------------------------------------------------------------------------
+
+def test_symmetrize_kernel_is_half_for_the_chapters_1_over_m_network():
+    """Independent of the checker: lib.two_layer divides by the width, so doubling the units
+    with opposite output weights halves the tangent kernel (and zeroes the output)."""
+    a = jnp.array([0.3, -1.2, 0.7])
+    B = jnp.array([[1.0, 0.5], [-0.4, 2.0], [0.9, -1.1]])
+    x = jnp.array([[1.0, 2.0], [-0.5, 0.3], [2.0, -1.0]])
+    a2, B2 = _symmetrize(a, B)
+    assert np.allclose(lib.two_layer_batch({"a": a2, "B": B2}, x), 0.0, atol=1e-15)
+    K = lib.empirical_ntk(lib.two_layer, {"a": a, "B": B}, x)
+    K2 = lib.empirical_ntk(lib.two_layer, {"a": a2, "B": B2}, x)
+    # by hand: unit j contributes (1/m^2)[relu(b.x) relu(b.x') + a^2 1{b.x>0} 1{b.x'>0} x.x']
+    pre = np.asarray(x @ B.T)
+    act, gate = np.maximum(pre, 0), (pre > 0).astype(float)
+    K_hand = (act @ act.T + (gate * np.asarray(a) ** 2) @ gate.T * np.asarray(x @ x.T)) / 9
+    assert np.allclose(K, K_hand, rtol=1e-12)
+    assert np.allclose(K2, 0.5 * K_hand, rtol=1e-12)
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda a, B: (jnp.concatenate([a, -a]), jnp.concatenate([B, -B])),      # output not 0
+    lambda a, B: (jnp.zeros(2 * a.shape[0]), jnp.concatenate([B, B])),      # kernel lost
+    lambda a, B: (jnp.concatenate([2 * a, -2 * a]), jnp.concatenate([B, B])),  # wrong scale
+])
+def test_symmetrize_wrong_answers_fail_without_giving_the_answer(wrong):
+    result = check("setup/symmetrize", wrong, quiet=True)
+    assert result.status == "fails"
+    assert "opposite sign" not in result.message and "same input weights" not in result.message
+
+
+def _gd_python_loop(X, y, eta, k):
+    beta = np.zeros(X.shape[1])
+    for _ in range(k):
+        beta = beta - eta * np.asarray(X).T @ (np.asarray(X) @ beta - np.asarray(y))
+    return beta
+
+
+def _gd_fori_loop(X, y, eta, k):
+    return jax.lax.fori_loop(0, k, lambda _, b: b - eta * X.T @ (X @ b - y), jnp.zeros(X.shape[1]))
+
+
+def _gd_eigen(X, y, eta, k):
+    lam, U = np.linalg.eigh(np.asarray(X @ X.T))
+    return np.asarray(X).T @ (U @ (((1 - (1 - eta * lam) ** k) / lam) * (U.T @ np.asarray(y))))
+
+
+@pytest.mark.parametrize("looped", [_gd_python_loop, _gd_fori_loop])
+def test_gd_least_squares_rejects_a_loop_over_steps(looped):
+    # the loop computes the right iterates (compare with the closed form at k = 7) ...
+    X = jnp.array([[1.0, 0.5, -0.2], [0.3, -1.0, 0.8]])
+    y = jnp.array([1.0, -0.5])
+    assert np.allclose(looped(X, y, 0.1, 7), _gd(np.asarray(X), np.asarray(y), 0.1, 7))
+    # ... yet the exercise asks for no loop, and the check says so
+    result = check("setup/gd-least-squares", looped, quiet=True)
+    assert result.status == "fails" and "loop" in result.message
+
+
+def test_gd_least_squares_accepts_another_closed_form():
+    assert check("setup/gd-least-squares", _gd_eigen, quiet=True).status == "passes"
+
+
+def test_ntk_hint_does_not_give_the_formula():
+    result = check("setup/ntk-linear-two-layer", WRONG["setup/ntk-linear-two-layer"], quiet=True)
+    assert result.status == "fails" and "||v||^2" not in result.message
