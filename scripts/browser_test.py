@@ -585,7 +585,9 @@ def print_audit(audit, strict_alt):
     rules = Counter()
     for modes in audit.values():
         for _, findings in modes.values():
-            rules.update(f"{f['rule']} ({f['impact']}, {f['kind']})" for f in findings)
+            rules.update(f"{f['rule']} ({f['impact']}"
+                         f"{', ' + f['kind'] if f['impact'] in FAILING_IMPACTS else ''})"
+                         for f in findings)
     if rules:
         print("  by rule: " + "; ".join(f"{r}: {n}" for r, n in rules.most_common()))
 
