@@ -60,8 +60,9 @@ student: $(STAMP)
 
 grade: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/grade.py $(SUBMISSIONS) --out $(GRADES) $(if $(CHAPTER),--chapter $(CHAPTER))
-# Headless Chromium over every built page (math, images, console errors, exercises, downloads,
-# dark mode); screenshots in _build/screenshots. Needs `make book` first and the `chromium` package.
+# Headless Chromium (Playwright driving the Debian `chromium`, offline) over every built page: math,
+# images, console errors, exercises, downloads, dark mode, axe-core audit, keyboard; screenshots
+# in _build/screenshots. Needs `make book` first and the `chromium` package (no `playwright install`).
 .PHONY: browser-test
 browser-test: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/browser_test.py
