@@ -61,6 +61,7 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
         >>> abs(float(two_layer(p, jnp.ones(3)))) < 1e-15   # symmetric: 0 up to rounding
         True
     """
+    key = _validate.prng_key("key", key)
     d = _validate.integer("d", d, minimum=1)
     width = _validate.integer("width", width, minimum=1)
     kappa = _validate.positive("kappa", kappa)
