@@ -1126,6 +1126,10 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
         0.0
     """
     X, y, alpha, depth = _run_args(X, y, alpha, depth)
+    with np.errstate(over="ignore", under="ignore"):
+        if not np.isfinite(np.float64(alpha) ** depth):
+            raise ValueError(f"alpha**depth overflows float64 (alpha={alpha!r}, "
+                             f"depth={depth}): the weights w_plus^D, w_minus^D are not finite")
     args = (X, y, jnp.float64(depth))
     traj = flows.gradient_descent(square_loss, init_diagonal(X.shape[1], alpha),
                                   step_size=step_size, num_steps=num_steps, snapshots=snapshots,
@@ -1410,7 +1414,10 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         An :class:`ExponentialRun`.
 
     Raises:
-        ValueError: bad arguments.
+        ValueError: ``X`` not a finite real 2-D array; ``y`` not in {-1, +1}^N; ``alpha``
+            not finite and > 0; ``depth`` not an integer >= 2; ``accuracies`` not increasing
+            and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1; ``max_steps`` not an
+            integer >= 1; a curvature bound that overflows (``X`` or ``alpha`` too large).
         RuntimeError: a level was not reached within ``max_steps`` (the message gives the
             loss reached).
 
@@ -1457,9 +1464,15 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     for level in levels:
         umax = np.maximum(np.max(np.abs(np.asarray(params["w_plus"])), 1),
                           np.max(np.abs(np.asarray(params["w_minus"])), 1))
-        curv = depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
-            + depth * (depth - 1) * umax ** (depth - 2) * xmax
-        eta = step / curv
+        with np.errstate(over="ignore", divide="ignore"):
+            curv = depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
+                + depth * (depth - 1) * umax ** (depth - 2) * xmax
+            eta = step / curv
+        if not np.all(np.isfinite(eta) & (eta > 0)):
+            k = int(np.flatnonzero(~(np.isfinite(eta) & (eta > 0)))[0])
+            raise ValueError(
+                f"the curvature bound of log L overflows float64 (alpha={alphas[k]:.3e}, "
+                f"max ||x_n|| = {xmax:.3e}, depth={depth}): rescale X or alpha")
         traj = flows.gradient_descent_sweep(
             loss, params, step_size=eta, num_steps=max_steps,
             snapshots=np.array([max_steps]), target=-float(level), normalized=True,

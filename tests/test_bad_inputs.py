@@ -270,3 +270,11 @@ def test_public_api_is_importable_from_lib():
     for name in ("gradient_flow_path", "implicit_bias_limit", "kernel_distance", "relu_ntk",
                  "smoothed_margin", "selected_parity", "init_two_layer"):
         assert callable(getattr(lib, name))
+
+
+def test_overflowing_internal_steps_blame_the_caller_arguments():
+    X, y = np.array([[1.0, 2.0], [2.0, 0.5]]), np.array([1.0, 1.0])
+    with pytest.raises(ValueError, match="curvature bound.*alpha"):
+        diagonal.exponential_loss_path(X * 1e200, y, 1.0, accuracies=[1.0])
+    with pytest.raises(ValueError, match="alpha\\*\\*depth overflows"):
+        diagonal.gradient_descent_path(X[:1], [1.0], 1e200, step_size=0.1, num_steps=3)
