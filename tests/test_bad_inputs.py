@@ -44,7 +44,7 @@ def test_flow_path_rank_deficient_x_converges_to_target():
     X, y = np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([1.0, 2.0])  # rank 1, consistent
     run = diagonal.gradient_flow_path(X, y, 1.0)
     assert run.converged and run.stop_time > 0
-    assert float(np.sum((X @ np.asarray(run.final_beta) - y) ** 2)) <= 1e-20 * 5 * (1 + 1e-9)
+    assert float(np.sum((X @ np.asarray(run.final_beta) - y) ** 2)) <= 1e-20 * 5 * 1.01
 
 
 def test_implicit_bias_limit_huge_targets_are_solved_in_scaled_form():
