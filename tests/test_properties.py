@@ -19,7 +19,16 @@ from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
 from lib import (  # noqa: E402
-    config, convex, diagonal, flows, kernels, lazy, margins, ntk, parity, twolayer,
+    config,
+    convex,
+    diagonal,
+    flows,
+    kernels,
+    lazy,
+    margins,
+    ntk,
+    parity,
+    twolayer,
 )
 
 FAST = settings(max_examples=10)
