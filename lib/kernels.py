@@ -233,9 +233,13 @@ def kernel_distance(K0, K1) -> float:
         1.0
     """
     K0, K1 = _pair(K0, K1)
-    u0, _ = _unit_or_zero("K0", K0)
-    u1, _ = _unit_or_zero("K1", K1)
-    cos = float(np.sum(u0 * u1))  # scaled form: no overflow or underflow of the norms
+    _unit_or_zero("K0", K0)
+    _unit_or_zero("K1", K1)
+    # scaled form: K / max|K| first, so neither the inner product nor the norms over- or
+    # underflow; cos = <A0, A1> / (||A0|| ||A1||) with A = K / max|K|
+    A0 = np.asarray(K0) / _validate.max_abs(K0)
+    A1 = np.asarray(K1) / _validate.max_abs(K1)
+    cos = float(np.sum(A0 * A1)) / float(np.sqrt(np.sum(A0 * A0) * np.sum(A1 * A1)))
     return float(np.clip(1.0 - cos, 0.0, 2.0))
 
 
