@@ -75,9 +75,10 @@ def real_array(name, x, *, ndim=None, shape=None):
 
 def positive(name, value, *, allow_zero=False):
     """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | jnp.ndarray):
+    if isinstance(value, bool | np.bool_) or not isinstance(
+            value, numbers.Real | np.ndarray | jnp.ndarray | np.generic):
         raise ValueError(f"{name} must be a real number, got {type(value).__name__}")
-    if np.ndim(value) != 0 or np.iscomplexobj(value):
+    if np.ndim(value) != 0 or np.iscomplexobj(value) or np.asarray(value).dtype.kind not in "iuf":
         raise ValueError(f"{name} must be a real scalar, got {value!r}")
     try:
         v = float(value)
@@ -108,3 +109,157 @@ def labels(name, y, n):
     if not np.all(np.isin(np.asarray(arr), (-1.0, 1.0))):
         raise ValueError(f"{name} must contain only -1 and +1")
     return arr
+
+
+def boolean(name, value):
+    """Check that ``value`` is a real boolean (``True``/``False`` or a numpy bool); return it.
+
+    Strings, numbers and arrays are refused rather than coerced (``"yes"`` would be truthy).
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def scalar(name, value, *, minimum=None, maximum=None, allow_min=True, allow_max=True):
+    """Check that ``value`` is a finite real number (not a bool, string, complex or array) in
+    the given range; return it as float. Raises ``ValueError`` naming ``name``."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+            value, numbers.Real | np.ndarray | jnp.ndarray | np.generic):
+        raise ValueError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    if np.ndim(value) != 0 or np.iscomplexobj(value) or np.asarray(value).dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a real scalar, got {value!r}")
+    try:
+        v = float(value)
+    except OverflowError as err:
+        raise ValueError(f"{name} is too large: {value!r}") from err
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if minimum is not None and (v < minimum or (v == minimum and not allow_min)):
+        raise ValueError(f"{name} must be {'>=' if allow_min else '>'} {minimum}, got {value!r}")
+    if maximum is not None and (v > maximum or (v == maximum and not allow_max)):
+        raise ValueError(f"{name} must be {'<=' if allow_max else '<'} {maximum}, got {value!r}")
+    return v
+
+
+def function(name, f, signature="f(params, x)"):
+    """Check that ``f`` is callable."""
+    if not callable(f):
+        raise ValueError(f"{name} must be a callable {signature}, got {type(f).__name__}")
+    return f
+
+
+MAX_ELEMENTS = 2**31
+"""Largest number of float64 entries one array may have (16 GiB); larger requests are refused
+before any memory is allocated."""
+
+
+def size(name, value, *, minimum=1, maximum=MAX_ELEMENTS):
+    """An integer count (number of samples, steps, width) between ``minimum`` and ``maximum``;
+    refuses sizes that would not fit in memory (e.g. ``10**30``) before anything is allocated."""
+    v = integer(name, value, minimum=minimum)
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} = {v:.3g} is too large (at most {maximum:.3g}): the arrays "
+                         "would not fit in memory")
+    return v
+
+
+def prng_key(name, key):
+    """Check a single JAX PRNG key: a typed key (``jax.random.key(seed)``, shape ``()``) or a
+    legacy raw key (``jax.random.PRNGKey(seed)``, uint32 of shape ``(2,)``).
+
+    Only the dtype and shape are read, so this also works on traced keys. Refuses ints (``0``),
+    ``None``, strings, floats and split pairs (a typed key of shape ``(2,)``, a raw key of shape
+    ``(2, 2)``) with a ``ValueError`` naming ``name``.
+    """
+    import jax
+
+    hint = "pass one key, e.g. jax.random.key(0) (or lib.config.key(i))"
+    dtype = getattr(key, "dtype", None)
+    if dtype is None or isinstance(key, np.ndarray | np.generic) and dtype.kind != "u":
+        raise ValueError(f"{name} must be a JAX PRNG key, got {type(key).__name__} {key!r:.60}; "
+                         f"{hint}")
+    shape = tuple(np.shape(key))
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        if shape != ():
+            raise ValueError(f"{name} must be a single PRNG key, got an array of keys of shape "
+                             f"{shape} (e.g. the pair from jax.random.split); {hint}")
+        return key
+    if np.dtype(dtype) == np.uint32 and shape == (2,):
+        return key
+    raise ValueError(f"{name} must be a JAX PRNG key (a typed key of shape () or a raw uint32 "
+                     f"key of shape (2,)), got dtype {dtype} and shape {shape}; {hint}")
+
+
+def real_tree(name, tree, *, finite=True):
+    """Cast a pytree of real numeric arrays to float64 (for parameters); refuse an empty tree,
+    None/strings/objects, complex or boolean leaves (instead of dropping the imaginary part
+    with a warning) and, when ``finite`` and the leaves are concrete, NaN or inf."""
+    import jax
+
+    if tree is None:
+        raise ValueError(f"{name} must be a pytree of real arrays, got None")
+    leaves = jax.tree_util.tree_leaves(tree)
+    if not leaves:
+        raise ValueError(f"{name} must contain at least one array")
+    for leaf in leaves:
+        real_array(name, leaf)  # dtype checks only (trace-safe)
+    out = jax.tree_util.tree_map(lambda p: jnp.asarray(p, dtype=jnp.float64), tree)
+    if finite:
+        for leaf in jax.tree_util.tree_leaves(out):
+            if not isinstance(leaf, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(leaf))):
+                raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    return out
+
+
+def max_abs(x):
+    """Largest absolute entry of a concrete array (a Python float, 0.0 for an empty array)."""
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    return float(a.max()) if a.size else 0.0
+
+
+def norm(x):
+    """Euclidean (Frobenius) norm of a concrete array computed in scaled form, ``s ||x / s||``
+    with ``s`` the largest absolute entry, so it neither overflows (entries above 1e154) nor
+    underflows (entries below 1e-154) while the norm itself is within float64's range."""
+    s = max_abs(x)
+    if s == 0.0:
+        return 0.0
+    r = np.asarray(x, dtype=np.float64) / s
+    return float(s * np.sqrt(np.sum(r * r)))
+
+
+def unit(x):
+    """``(x / ||x||, ||x||)`` for a concrete nonzero array, computed in scaled form."""
+    s = max_abs(x)
+    r = np.asarray(x, dtype=np.float64) / s
+    nr = float(np.sqrt(np.sum(r * r)))
+    return r / nr, s * nr
+
+
+def scalar_model(name, f, params, point_shape, *, params_name="params", x_name="X",
+                 signature=None):
+    """Check that ``f(params, x)`` runs on one input of shape ``point_shape`` and returns a
+    scalar, by tracing shapes only (``jax.eval_shape``: nothing is computed). A shape mismatch
+    between the model and the parameters or inputs, or a vector output, raises a
+    ``ValueError`` naming ``name``, ``params_name`` and ``x_name`` instead of an error from deep
+    inside JAX."""
+    import jax
+
+    function(name, f, signature or f"{name}(params, x)")
+    point = jax.ShapeDtypeStruct(tuple(point_shape), jnp.float64)
+    try:
+        out = jax.eval_shape(lambda p, xi: f(p, xi), params, point)
+    except Exception as err:  # noqa: BLE001  (any failure of the user's model while tracing)
+        raise ValueError(f"{name}({params_name}, x) fails for one input x of shape "
+                         f"{tuple(point_shape)} (a row of {x_name}): {type(err).__name__}: "
+                         f"{str(err)[:300]}; check that {params_name} and {x_name} match "
+                         f"the model") from err
+    if not hasattr(out, "shape") or out.shape != ():
+        got = getattr(out, "shape", type(out).__name__)
+        raise ValueError(f"{name} must return a scalar for one input x of shape "
+                         f"{tuple(point_shape)}, got output shape {got}; a vector-output model "
+                         "is not supported here")
+    if np.dtype(out.dtype).kind not in "iuf":
+        raise ValueError(f"{name} must return a real scalar, got dtype {out.dtype}")
+    return f

@@ -324,7 +324,8 @@ def q_D(u, depth=2):
     if depth == 2:
         a = jnp.abs(u)
         # 2 - sqrt(4 + u^2) = -u^2 / (2 + sqrt(4 + u^2)): no cancellation for small u
-        return a * jnp.arcsinh(a / 2.0) - a ** 2 / (2.0 + jnp.sqrt(4.0 + a ** 2))
+        # (a^2 written as a * a / ..., hypot for sqrt(4 + a^2): no overflow for a > 1e154)
+        return a * jnp.arcsinh(a / 2.0) - a * (a / (2.0 + jnp.hypot(2.0, a)))
     a = jnp.abs(u)
     p = _exponent(depth)
     qq = 2.0 / (depth - 2.0)
@@ -387,6 +388,11 @@ def Q(beta, alpha, depth=2):
     scale = float(np.float64(alpha) ** depth) if np.log(alpha) * depth < 709 else np.inf
     if not np.isfinite(scale) or scale == 0:
         raise ValueError(f"alpha**depth = {scale} is outside float64 range")
+    with np.errstate(over="ignore"):
+        ratio = _validate.max_abs(beta) / scale
+    if not np.isfinite(ratio) or ratio > 1e300:
+        raise ValueError(f"beta / alpha**depth overflows float64 (max |beta| = "
+                         f"{_validate.max_abs(beta):.3e}, alpha**depth = {scale:.3e})")
     return scale * jnp.sum(q_D(beta / scale, depth))
 
 
@@ -618,9 +624,15 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
         given); with ``return_info``, a pair ``(beta, info)``.
 
     Raises:
-        ValueError: ``N >= d``, rank-deficient or inconsistent system, non-finite values,
-            ``alpha <= 0``, ``depth < 2``, ``alpha**depth`` outside float64 range, or
-            :math:`XX^\top` outside float64 range.
+        ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d`` and full row
+            rank (rank-deficient or inconsistent systems are refused); ``y`` not a finite
+            real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
+            1-D array); ``depth`` not an integer >= 2; ``tol`` not a finite number > 0;
+            ``max_iter`` not an integer >= 1; ``return_info`` not a bool; ``alpha**depth``
+            (after the rescaling below) or the limit outside float64's range. ``X`` and ``y``
+            with entries beyond ``1e+-100`` are solved in scaled form (the limit for
+            :math:`(c_x X', c_y y', \alpha)` is :math:`c_y/c_x` times the limit for
+            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`).
         RuntimeError: Newton's method did not reach ``tol`` (message gives the residual and
             the iterations), e.g. for an extremely ill-conditioned ``X``.
 
@@ -637,6 +649,31 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     alphas = _check_alpha(alpha)
     scalar = alphas.ndim == 0
     alphas = np.atleast_1d(alphas)
+    max_iter = _validate.integer("max_iter", max_iter, minimum=1)
+    _validate.positive("tol", tol)
+    return_info = _validate.boolean("return_info", return_info)
+    cx, cy = _validate.max_abs(X), _validate.max_abs(y)
+    if not (1e-100 <= cx <= 1e100 and 1e-100 <= cy <= 1e100):
+        # scaled form: the limit for (cx X', cy y', alpha) is cy / cx times the limit for
+        # (X', y', alpha (cx / cy)^(1/depth)) (Q is homogeneous under these rescalings)
+        log_a = np.log(alphas) + (np.log(cx) - np.log(cy)) / depth
+        if np.any(np.abs(depth * log_a) > 700):
+            raise ValueError(f"alpha**depth * max|X| / max|y| must stay within float64 range; "
+                             f"got alpha={alpha!r}, max |X| = {cx:.3e}, max |y| = {cy:.3e}")
+        res = implicit_bias_limit(np.asarray(X) / cx, np.asarray(y) / cy,
+                                  np.exp(log_a) if not scalar else float(np.exp(log_a[0])),
+                                  depth, tol=tol, max_iter=max_iter, return_info=return_info)
+        beta, info = res if return_info else (res, None)
+        with np.errstate(over="ignore", under="ignore"):
+            beta = np.asarray(beta) * (cy / cx) if np.isfinite(cy / cx) and cy / cx > 0 else \
+                np.asarray(beta) * cy / cx
+        if not np.all(np.isfinite(beta)):
+            raise ValueError(f"the limit is outside float64's range (max |y| / max |X| = "
+                             f"{cy:.3e} / {cx:.3e})")
+        beta = jnp.asarray(beta)
+        if return_info:
+            return beta, info._replace(nu=np.asarray(info.nu) / cx)
+        return beta
     with np.errstate(over="ignore", under="ignore"):
         gram = np.asarray(X) @ np.asarray(X).T
     if not np.all(np.isfinite(gram)) or np.abs(np.diag(gram)).min() < 1e-280:
@@ -646,8 +683,6 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     log_scales = depth * np.log(alphas)
     if np.any(np.abs(log_scales) > 700):
         raise ValueError(f"alpha**depth must stay within float64 range; got alpha={alpha!r}")
-    _validate.positive("tol", tol)
-    max_iter = _validate.integer("max_iter", max_iter, minimum=1)
     order = np.argsort(-alphas, kind="stable")
     betas, res, its, nus = _solve_grid(X, y, jnp.asarray(log_scales[order]), depth, tol,
                                        max_iter)
@@ -889,12 +924,40 @@ def _run_args(X, y, alpha, depth):
     return X, y, alpha, depth
 
 
+def _check_flow_system(X, y, alpha, depth):
+    """The flow needs a nonzero X, a nonzero y and a consistent system X beta = y (otherwise
+    the loss never reaches a target near 0); checked in scaled form."""
+    sx, sy = _validate.max_abs(X), _validate.max_abs(y)
+    if X.size == 0 or sx == 0:
+        raise ValueError(f"X must have at least one nonzero entry, got shape {X.shape} with "
+                         "max |X| = 0")
+    with np.errstate(over="ignore", under="ignore"):
+        gram = np.asarray(X) @ np.asarray(X).T
+    if not np.all(np.isfinite(gram)) or np.abs(np.diag(gram)).max() < 1e-280:
+        raise ValueError(f"X X^T over- or underflows float64 (max |X| = {sx:.3e}): rescale X "
+                         "(the flow for (c X, alpha) is the flow for (X, alpha c^(1/depth)) "
+                         "with beta divided by c and time by c^(2/depth))")
+    if sy == 0:
+        raise ValueError("y must not be identically zero (the flow then stays at beta = 0)")
+    Xn, yn = np.asarray(X) / sx, np.asarray(y) / sy
+    resid = np.linalg.norm(Xn @ np.linalg.lstsq(Xn, yn, rcond=None)[0] - yn) / np.linalg.norm(yn)
+    if resid > 1e-8:
+        raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
+                         f"{resid:.3e}): the square loss cannot reach 0, so the flow has no "
+                         "target to reach")
+    with np.errstate(over="ignore", under="ignore"):
+        big, small = np.float64(alpha) ** (2 * depth - 2), np.float64(alpha) ** depth
+    if not np.isfinite(big) or small == 0:
+        raise ValueError(f"alpha**depth must stay within float64 range; got alpha={alpha!r}")
+
+
 def _time_scale(X, y, alpha, depth):
     """Flow time to leave the initialization and converge, up to a constant: the escape time
     log(1/alpha) / |g| (D = 2) or alpha^(2-D) / (D (D-2) |g|) (D >= 3) with g = 2 X^T y the
     initial gradient in beta, plus the kernel time 1 / (4 D^2 alpha^(2D-2) lambda(X X^T))."""
     g = 2.0 * float(jnp.max(jnp.abs(X.T @ y)))
-    lam = float(jnp.linalg.eigvalsh(X @ X.T)[0])
+    ev = np.linalg.eigvalsh(np.asarray(X @ X.T))
+    lam = float(ev[ev > 1e-12 * ev[-1]][0])  # smallest positive eigenvalue (X may lack rank)
     kernel = 1.0 / (4.0 * depth ** 2 * alpha ** (2 * depth - 2) * lam)
     if alpha >= 1:
         return kernel
@@ -937,9 +1000,16 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
         A :class:`DiagonalRun`; ``times`` are flow times of :math:`\dot w = -\nabla L`.
 
     Raises:
-        ValueError: bad shapes or values.
+        ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not a finite real
+            ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point);
+            ``alpha`` not a finite number > 0 or ``alpha**depth`` outside float64's range;
+            ``depth`` not an integer >= 2; ``target`` not a finite number > 0; ``rtol`` not in
+            ``(0, 1)``; ``max_segments``/``max_steps`` not integers >= 1 (``max_steps`` at most
+            1e9); ``stiff`` not a bool.
         RuntimeError: the integrator failed, or the loss did not reach ``target`` within
-            ``max_segments`` (the message gives the loss reached).
+            ``max_segments`` (the message gives the loss reached), or, checked after the fact,
+            the final ``beta`` does not satisfy :math:`L \le` ``target`` (magnitudes of ``X``
+            or ``y`` far from 1, e.g. 1e150, that the flow cannot resolve).
 
     Example:
         >>> import numpy as np
@@ -949,11 +1019,19 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     """
     X, y, alpha, depth = _run_args(X, y, alpha, depth)
     max_segments = _validate.integer("max_segments", max_segments, minimum=1)
+    rtol = _validate.scalar("rtol", rtol, minimum=0.0, maximum=1.0, allow_min=False,
+                            allow_max=False)
+    max_steps = _validate.size("max_steps", max_steps, minimum=1, maximum=10**9)
+    stiff = _validate.boolean("stiff", stiff)
+    _check_flow_system(X, y, alpha, depth)
     if target is None:
-        target = 1e-20 * float(jnp.sum(y ** 2))
-    target = _validate.positive("target", target)
+        target = 1e-20 * _validate.norm(y) ** 2
+        if not target > 0:
+            raise ValueError(f"y is too small (||y|| = {_validate.norm(y):.3e}): the default "
+                             "target 1e-20 ||y||^2 underflows; rescale y or pass target")
+    else:
+        target = _validate.positive("target", target)
     T = _time_scale(X, y, alpha, depth)
-    stiff = bool(stiff)
     # typical size of the displacement at the end: |beta|^(1/D) (small alpha) or
     # |beta| / (D alpha^(D-1)) (large alpha), with |beta| ~ the min-l2 solution's entries
     b2 = float(jnp.max(jnp.abs(jnp.linalg.lstsq(X, y)[0])))
@@ -983,6 +1061,22 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
         raise RuntimeError(
             f"gradient_flow_path: loss {float(losses[-1]):.3e} still above target {target:.1e} "
             f"at flow time {t0:.3e} (alpha={alpha}, depth={depth})")
+    # checked after the fact: the reported result must satisfy the stated tolerance, up to
+    # the rounding of the residual itself (1e-14 of |X| |beta| + |y|, far below sqrt(target)
+    # unless the magnitudes are extreme)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xa, ba, ya = np.asarray(X), np.asarray(final_beta), np.asarray(y)
+        final_loss = _validate.norm(Xa @ ba - ya) ** 2
+        rounding = 1e-14 * (_validate.norm(np.abs(Xa) @ np.abs(ba)) + _validate.norm(ya))
+        allowed = (np.sqrt(target) + rounding) ** 2
+    if not (np.all(np.isfinite(ba)) and final_loss <= allowed and t_stop >= 0):
+        raise RuntimeError(
+            f"gradient_flow_path: the integrator stopped but the loss of the final beta is "
+            f"{final_loss:.3e} > target {target:.1e} (alpha={alpha}, depth={depth}, max |X| = "
+            f"{_validate.max_abs(X):.3e}, max |y| = {_validate.max_abs(y):.3e}): the "
+            "magnitudes are outside the range the rescaled flow resolves; rescale X and y "
+            "towards 1 (the flow for (c X, alpha) is the flow for (X, alpha c^(1/depth)) "
+            "with beta divided by c and time by c^(2/depth))")
     traj = flows.Trajectory(steps=jnp.concatenate([p.steps for p in pieces]),
                             times=jnp.asarray(np.concatenate(times)), params=params,
                             losses=losses, final=delta,
@@ -1036,6 +1130,10 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
         0.0
     """
     X, y, alpha, depth = _run_args(X, y, alpha, depth)
+    with np.errstate(over="ignore", under="ignore"):
+        if not np.isfinite(np.float64(alpha) ** depth):
+            raise ValueError(f"alpha**depth overflows float64 (alpha={alpha!r}, "
+                             f"depth={depth}): the weights w_plus^D, w_minus^D are not finite")
     args = (X, y, jnp.float64(depth))
     traj = flows.gradient_descent(square_loss, init_diagonal(X.shape[1], alpha),
                                   step_size=step_size, num_steps=num_steps, snapshots=snapshots,
@@ -1320,7 +1418,10 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         An :class:`ExponentialRun`.
 
     Raises:
-        ValueError: bad arguments.
+        ValueError: ``X`` not a finite real 2-D array; ``y`` not in {-1, +1}^N; ``alpha``
+            not finite and > 0; ``depth`` not an integer >= 2; ``accuracies`` not increasing
+            and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1; ``max_steps`` not an
+            integer >= 1; a curvature bound that overflows (``X`` or ``alpha`` too large).
         RuntimeError: a level was not reached within ``max_steps`` (the message gives the
             loss reached).
 
@@ -1367,9 +1468,15 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     for level in levels:
         umax = np.maximum(np.max(np.abs(np.asarray(params["w_plus"])), 1),
                           np.max(np.abs(np.asarray(params["w_minus"])), 1))
-        curv = depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
-            + depth * (depth - 1) * umax ** (depth - 2) * xmax
-        eta = step / curv
+        with np.errstate(over="ignore", divide="ignore"):
+            curv = depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
+                + depth * (depth - 1) * umax ** (depth - 2) * xmax
+            eta = step / curv
+        if not np.all(np.isfinite(eta) & (eta > 0)):
+            k = int(np.flatnonzero(~(np.isfinite(eta) & (eta > 0)))[0])
+            raise ValueError(
+                f"the curvature bound of log L overflows float64 (alpha={alphas[k]:.3e}, "
+                f"max ||x_n|| = {xmax:.3e}, depth={depth}): rescale X or alpha")
         traj = flows.gradient_descent_sweep(
             loss, params, step_size=eta, num_steps=max_steps,
             snapshots=np.array([max_steps]), target=-float(level), normalized=True,

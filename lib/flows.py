@@ -109,12 +109,16 @@ def snapshot_steps(num_steps, count=64):
     Returns:
         A sorted ``numpy`` int array starting at 0 and ending at ``num_steps``.
 
+    Raises:
+        ValueError: ``num_steps`` not an integer in ``[1, 2**62]`` or ``count`` not an
+            integer in ``[1, 10**7]`` (bools are refused).
+
     Example:
         >>> snapshot_steps(1000, 4).tolist()
         [0, 1, 10, 100, 1000]
     """
-    num_steps = _validate.integer("num_steps", num_steps, minimum=1)
-    count = _validate.integer("count", count, minimum=1)
+    num_steps = _validate.size("num_steps", num_steps, minimum=1, maximum=2**62)
+    count = _validate.size("count", count, minimum=1, maximum=10**7)
     geo = np.geomspace(1, num_steps, count).round().astype(np.int64)
     return np.unique(np.concatenate([[0], geo, [num_steps]]))
 
@@ -255,13 +259,31 @@ def _check_snapshots(snapshots, num_steps):
     return steps
 
 
+def _step_sizes(step_size, batched):
+    """A step size > 0 (or, for a sweep, a 1-D array of them): bools, strings, complex and
+    None are refused, not coerced to 1.0."""
+    if batched and np.ndim(step_size) == 1 and not isinstance(step_size, str | bytes):
+        eta = _validate.as_array("step_size", step_size, ndim=1)
+        if not bool(jnp.all(eta > 0)):
+            raise ValueError(f"step_size must be finite and > 0, got {step_size!r}")
+        return eta
+    return _validate.positive("step_size", step_size)
+
+
 def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
          loss_args, progress, on_divergence, batched, args_axes=0):
-    num_steps = _validate.integer("num_steps", num_steps, minimum=0)
-    if on_divergence not in ("raise", "stop"):
+    num_steps = _validate.size("num_steps", num_steps, minimum=0, maximum=2**62)
+    if not isinstance(on_divergence, str) or on_divergence not in ("raise", "stop"):
         raise ValueError(f"on_divergence must be 'raise' or 'stop', got {on_divergence!r}")
-    if not callable(loss):
-        raise ValueError("loss must be a callable params -> scalar")
+    _validate.function("loss", loss, "loss(params) -> scalar")
+    normalized = _validate.boolean("normalized", normalized)
+    log_domain = _validate.boolean("log_domain", log_domain)
+    if progress is not None:
+        progress = _validate.boolean("progress", progress)
+    if target is not None:
+        target = _validate.scalar("target", target)
+    params0 = _validate.real_tree("params0", params0)
+    _step_sizes(step_size, batched)
     steps = _check_snapshots(snapshots, max(num_steps, 1)) if num_steps > 0 else np.array([0])
     leaves = jax.tree_util.tree_leaves(params0)
     if not leaves:
@@ -394,8 +416,13 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
         A :class:`Trajectory` whose ``params`` leaves have a leading snapshot axis.
 
     Raises:
-        ValueError: non-positive or non-finite ``step_size``, negative ``num_steps``,
-            malformed ``snapshots``, non-finite ``params0``, or ``snapshots`` whose recording
+        ValueError: ``step_size`` not a finite real number > 0 (``True``, ``"1"``, complex
+            are refused, not coerced); ``num_steps`` not an integer in ``[0, 2**62]``;
+            malformed ``snapshots``; ``params0`` empty or with a leaf that is not a finite
+            real array (complex leaves are refused, not truncated); ``loss`` not callable
+            or not a finite real scalar at ``params0``; ``target`` not a finite real number;
+            ``normalized``, ``log_domain`` (or ``progress``, unless None) not a bool;
+            ``on_divergence`` not ``"raise"`` or ``"stop"``; ``snapshots`` whose recording
             would need more than half the memory available (the message gives the size).
         DivergenceError: the run diverged and ``on_divergence="raise"``.
 
@@ -556,7 +583,12 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
         (the same for every snapshot).
 
     Raises:
-        ValueError: malformed ``times`` or tolerances.
+        ValueError: ``times`` not a finite, non-empty, strictly increasing real array >= 0;
+            ``rtol``/``atol`` not finite real numbers > 0; ``max_steps`` not an integer in
+            ``[1, 1e9]``; ``loss`` not callable or not a finite real scalar at ``params0``;
+            ``params0`` empty or with a leaf that is not a finite real array (complex, None,
+            strings, bools are refused); ``target`` not a finite real number; ``stiff`` not a
+            bool.
         RuntimeError: the solver failed (too many steps, step size collapsed), with the
             gradient norm reached.
 
@@ -571,16 +603,14 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
         raise ValueError("times must be a non-empty, strictly increasing array of times >= 0")
     _validate.positive("rtol", rtol)
     _validate.positive("atol", atol)
-    max_steps = _validate.integer("max_steps", max_steps, minimum=1)
-    if not callable(loss):
-        raise ValueError("loss must be a callable params -> scalar")
-    if not jax.tree_util.tree_leaves(params0):
-        raise ValueError("params0 must contain at least one array")
-    params0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=jnp.float64), params0)
+    max_steps = _validate.size("max_steps", max_steps, minimum=1, maximum=10**9)
+    stiff = _validate.boolean("stiff", stiff)
+    _validate.function("loss", loss, "loss(params) -> scalar")
+    params0 = _validate.real_tree("params0", params0)
     if not bool(_all_finite(params0)):
         raise ValueError("params0 contains non-finite values")
     if target is not None:
-        target = _validate.as_array("target", target, ndim=0)
+        target = jnp.float64(_validate.scalar("target", target))
 
     value, field = _flow_functions(loss)
     try:

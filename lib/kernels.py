@@ -48,7 +48,7 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
         K: ``(n, n)`` symmetric positive semidefinite kernel matrix on the training inputs.
         y: ``(n,)`` targets.
         ridge: :math:`\lambda \ge 0`.
-        rcond: relative cut-off for small eigenvalues when ``ridge = 0`` (in ``(0, 1)``).
+        rcond: relative cut-off for small eigenvalues when ``ridge = 0``, in ``(0, 1)``.
         tol: with ``ridge = 0``, the largest relative interpolation residual
             :math:`\|K c - y\| / \|y\|` accepted.
 
@@ -59,8 +59,11 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
     Raises:
         ValueError: ``K`` not square, not symmetric (relative asymmetry above 1e-10), with a
             negative eigenvalue below ``-1e-10 * max eigenvalue``, or non-finite; ``y`` of the
-            wrong shape; negative ``ridge``; with ``ridge = 0``, ``y`` not interpolable (the
-            message gives the residual).
+            wrong shape; ``ridge`` not a finite number >= 0, or so large relative to ``K``
+            that ``ridge / max |K|`` overflows; ``rcond`` not in ``(0, 1)``; ``tol`` not a
+            finite number > 0; a zero ``K``; with ``ridge = 0``, ``y`` not interpolable (the
+            message gives the residual); coefficients outside float64's range. Entries of any
+            magnitude are handled by scaling ``K`` and ``y`` to a largest entry of 1 first.
 
     Example:
         >>> import jax.numpy as jnp
@@ -73,8 +76,31 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
     n = K.shape[0]
     y = _validate.as_array("y", y, shape=(n,))
     ridge = _validate.positive("ridge", ridge, allow_zero=True)
-    rcond = _validate.positive("rcond", rcond)
+    rcond = _validate.scalar("rcond", rcond, minimum=0.0, maximum=1.0, allow_min=False,
+                             allow_max=False)
     tol = _validate.positive("tol", tol)
+    # scale-free: K / max|K| and y / max|y| (entries near 1e+-300 neither overflow nor
+    # underflow); c = (c' max|y|) / max|K|
+    kscale, yscale = _validate.max_abs(K), _validate.max_abs(y)
+    if kscale == 0.0:
+        raise ValueError("K must not be the zero matrix")
+    if ridge > 0 and not np.isfinite(ridge / kscale):
+        raise ValueError(f"ridge = {ridge:.3e} is outside float64's range relative to K "
+                         f"(max |K| = {kscale:.3e})")
+    c = _kernel_regression_scaled(K / kscale, y / (yscale if yscale > 0 else 1.0),
+                                  ridge / kscale, rcond, tol)
+    with np.errstate(over="ignore", under="ignore"):
+        factor = (yscale if yscale > 0 else 1.0) / kscale
+        out = np.asarray(c) * factor if np.isfinite(factor) else \
+            np.asarray(c) * (yscale if yscale > 0 else 1.0) / kscale
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"the coefficients overflow float64 (max |y| = {yscale:.3e}, max |K| = "
+                         f"{kscale:.3e}): rescale K or y")
+    return jnp.asarray(out)
+
+
+def _kernel_regression_scaled(K, y, ridge, rcond, tol):
+    """kernel_regression on K with max |K| = 1 (checked by the caller)."""
     scale = float(jnp.max(jnp.abs(K)))
     if float(jnp.max(jnp.abs(K - K.T))) > 1e-10 * max(scale, 1e-300):
         raise ValueError("K must be symmetric")
@@ -106,8 +132,10 @@ def rkhs_norm(K, c):
         A nonnegative float.
 
     Raises:
-        ValueError: shapes do not match, non-finite entries, or :math:`c^\top K c` clearly
-            negative (``K`` not positive semidefinite).
+        ValueError: ``K`` not a square finite real matrix, ``c`` not a finite real vector of
+            matching length, :math:`c^\top K c` clearly negative (``K`` not positive
+            semidefinite), or a norm beyond float64's range. Computed in scaled form, so
+            entries near 1e+-300 give the correct finite value.
 
     Example:
         >>> import jax.numpy as jnp
@@ -116,10 +144,19 @@ def rkhs_norm(K, c):
     """
     K = _square("K", K)
     c = _validate.as_array("c", c, shape=(K.shape[0],))
-    q = float(c @ K @ c)
-    if q < -1e-10 * float(jnp.max(jnp.abs(K))) * float(c @ c):
-        raise ValueError(f"c^T K c = {q:.3e} < 0: K is not positive semidefinite")
-    return float(np.sqrt(max(q, 0.0)))
+    # scaled form: sqrt(c^T K c) = sqrt(sk) sc sqrt(c'^T K' c'), with K' = K / sk, c' = c / sc
+    sk, sc = _validate.max_abs(K), _validate.max_abs(c)
+    if sk == 0.0 or sc == 0.0:
+        return 0.0
+    Kn, cn = np.asarray(K) / sk, np.asarray(c) / sc
+    q = float(cn @ Kn @ cn)
+    if q < -1e-10 * float(cn @ cn):
+        raise ValueError(f"c^T K c = {q * sk * sc ** 2:.3e} < 0: K is not positive semidefinite")
+    out = float(np.sqrt(sk) * sc * np.sqrt(max(q, 0.0)))
+    if not np.isfinite(out):
+        raise ValueError(f"the RKHS norm overflows float64 (max |K| = {sk:.3e}, max |c| = "
+                         f"{sc:.3e})")
+    return out
 
 
 def _pair(K0, K1):
@@ -148,7 +185,9 @@ def relative_kernel_change(K0, K1) -> float:
         A float >= 0.
 
     Raises:
-        ValueError: shapes differ, non-finite entries, or ``K0`` is zero.
+        ValueError: ``K0`` or ``K1`` not a finite real 2-D array, shapes differ, ``K0`` is
+            exactly zero, or ``K1`` so much larger than ``K0`` that the ratio overflows.
+            Computed in scaled form: entries of any magnitude (1e-300 to 1e300) are fine.
 
     Example:
         >>> import jax.numpy as jnp
@@ -156,10 +195,15 @@ def relative_kernel_change(K0, K1) -> float:
         0.10000000000000009
     """
     K0, K1 = _pair(K0, K1)
-    n0 = float(jnp.linalg.norm(K0))
-    if n0 == 0:
-        raise ValueError("K0 must not be the zero matrix")
-    return float(jnp.linalg.norm(K1 - K0)) / n0
+    u0, n0 = _unit_or_zero("K0", K0)
+    s = _validate.max_abs(K0)
+    # ||K1 - K0|| / ||K0|| = ||K1 / s - K0 / s|| / ||K0 / s||: no overflow of the difference
+    with np.errstate(over="ignore"):
+        diff = np.asarray(K1) / s - np.asarray(K0) / s
+    if not np.all(np.isfinite(diff)):
+        raise ValueError(f"K1 is too large relative to K0 (max |K1| / max |K0| overflows "
+                         f"float64; max |K0| = {s:.3e})")
+    return _validate.norm(diff) / _validate.norm(np.asarray(K0) / s)
 
 
 def kernel_distance(K0, K1) -> float:
@@ -178,7 +222,8 @@ def kernel_distance(K0, K1) -> float:
         A float in ``[0, 2]``.
 
     Raises:
-        ValueError: shapes differ, non-finite entries, or a zero matrix.
+        ValueError: ``K0`` or ``K1`` not a finite real 2-D array, shapes differ, or either is
+            exactly zero. Computed in scaled form: entries of any magnitude are fine.
 
     Example:
         >>> import jax.numpy as jnp
@@ -188,8 +233,18 @@ def kernel_distance(K0, K1) -> float:
         1.0
     """
     K0, K1 = _pair(K0, K1)
-    n0, n1 = float(jnp.linalg.norm(K0)), float(jnp.linalg.norm(K1))
-    if n0 == 0 or n1 == 0:
-        raise ValueError("K0 and K1 must not be the zero matrix")
-    cos = float(jnp.sum(K0 * K1)) / (n0 * n1)
+    _unit_or_zero("K0", K0)
+    _unit_or_zero("K1", K1)
+    # scaled form: K / max|K| first, so neither the inner product nor the norms over- or
+    # underflow; cos = <A0, A1> / (||A0|| ||A1||) with A = K / max|K|
+    A0 = np.asarray(K0) / _validate.max_abs(K0)
+    A1 = np.asarray(K1) / _validate.max_abs(K1)
+    cos = float(np.sum(A0 * A1)) / float(np.sqrt(np.sum(A0 * A0) * np.sum(A1 * A1)))
     return float(np.clip(1.0 - cos, 0.0, 2.0))
+
+
+def _unit_or_zero(name, K):
+    """(K / ||K||, ||K||) in scaled form; a ValueError naming ``name`` if K is exactly 0."""
+    if _validate.max_abs(K) == 0.0:
+        raise ValueError(f"{name} must not be the zero matrix (all entries are 0)")
+    return _validate.unit(K)

@@ -57,8 +57,10 @@ def scaled_square_loss(model: Callable, X, y) -> Callable:
         ``loss(params, alpha)``, a scalar; ``alpha`` is a float (or 0-d array).
 
     Raises:
-        ValueError: ``model`` not callable; ``X`` not 2-D; ``y`` of the wrong shape; non-finite
-            data.
+        ValueError: ``model`` not callable; ``X`` not a finite real 2-D array with at least
+            one row; ``y`` not a finite real ``(n,)`` vector; and, when ``loss`` is called, a
+            ``model`` that does not return a scalar per input (a static shape check, also
+            under ``jax.jit``).
 
     Example:
         >>> import jax.numpy as jnp
@@ -66,13 +68,15 @@ def scaled_square_loss(model: Callable, X, y) -> Callable:
         >>> float(loss(jnp.ones(2), 2.0))     # (2 - 1)^2 / 2 on each point, averaged
         0.5
     """
-    if not callable(model):
-        raise ValueError("model must be a callable model(params, x)")
+    _validate.function("model", model, "model(params, x)")
     X, y = _data(X, y)
     n = X.shape[0]
 
     def loss(params, alpha):
         out = jax.vmap(lambda x: model(params, x))(X)
+        if out.shape != (n,):  # static shape check: also under jit/grad
+            raise ValueError(f"model must return a scalar for one input x of shape "
+                             f"{X.shape[1:]}, got output shape {out.shape[1:]} per input")
         return 0.5 * jnp.sum((alpha * out - y) ** 2) / n
 
     return loss
@@ -164,8 +168,13 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
         A :class:`Run`.
 
     Raises:
-        ValueError: bad shapes, non-positive ``alphas`` or ``step_sizes``, ``num_steps`` not a
-            positive multiple of ``num_snapshots``, non-finite data.
+        ValueError: ``model`` not callable, failing on one row of ``X`` with ``params0`` (a
+            shape mismatch) or not returning a scalar; ``params0`` empty or with a leaf that
+            is not a finite real array (complex is refused); ``X``, ``y`` not finite real
+            arrays of shapes ``(n, d)``, ``(n,)``; ``alphas`` or ``step_sizes`` not finite
+            and > 0 (bools and strings refused); ``num_steps`` not a positive multiple of
+            ``num_snapshots`` (at most 1e6 snapshots); ``linearized`` or ``batched`` not a
+            bool.
         lib.DivergenceError: a run's loss or parameters became non-finite (the step is too
             large); the message names the runs.
 
@@ -180,19 +189,22 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
         >>> run.final["a"].shape, bool(jnp.all(run.losses[:, -1] < 1e-6))
         ((2, 100), True)
     """
-    if not callable(model):
-        raise ValueError("model must be a callable model(params, x)")
+    _validate.function("model", model, "model(params, x)")
     X, y = _data(X, y)
+    linearized = _validate.boolean("linearized", linearized)
+    batched = _validate.boolean("batched", batched)
+    params0 = _validate.real_tree("params0", params0)
     alphas = _validate.as_array("alphas", alphas, ndim=1)
     if alphas.size == 0 or bool(jnp.any(alphas <= 0)):
         raise ValueError("alphas must be a non-empty 1-D array of values > 0")
     B = alphas.shape[0]
-    steps = _validate.as_array("step_sizes", jnp.broadcast_to(jnp.asarray(step_sizes), (B,))
-                               if jnp.ndim(step_sizes) == 0 else step_sizes, shape=(B,))
+    if np.ndim(step_sizes) == 0 or isinstance(step_sizes, str | bytes):
+        step_sizes = jnp.full((B,), _validate.positive("step_sizes", step_sizes))
+    steps = _validate.as_array("step_sizes", step_sizes, shape=(B,))
     if bool(jnp.any(steps <= 0)):
         raise ValueError("step_sizes must be > 0")
-    num_steps = _validate.integer("num_steps", num_steps, minimum=1)
-    num_snapshots = _validate.integer("num_snapshots", num_snapshots, minimum=1)
+    num_steps = _validate.size("num_steps", num_steps, minimum=1, maximum=2**62)
+    num_snapshots = _validate.size("num_snapshots", num_snapshots, minimum=1, maximum=10**6)
     if num_steps % num_snapshots:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of num_snapshots "
                          f"({num_snapshots})")
@@ -206,6 +218,8 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
                                          params0)
     if not all(bool(jnp.all(jnp.isfinite(p))) for p in jax.tree_util.tree_leaves(params0)):
         raise ValueError("params0 contains non-finite values")
+    one = jax.tree_util.tree_map(lambda p: p[0], params0)
+    _validate.scalar_model("model", model, one, X.shape[1:], params_name="params0")
     chunk = num_steps // num_snapshots
     last, snaps, losses = _gd_square(model, params0, params0, X, y, alphas, steps,
                                      bool(linearized), num_snapshots, chunk)
@@ -246,6 +260,7 @@ def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_si
     """
     alpha = _validate.positive("alpha", alpha)
     step_size = _validate.positive("step_size", step_size)
+    _validate.boolean("linearized", linearized)
     run = train_sweep(model, params0, X, y, alphas=jnp.array([alpha]),
                       step_sizes=jnp.array([step_size]), num_steps=num_steps,
                       num_snapshots=num_snapshots, linearized=linearized)
@@ -267,13 +282,18 @@ def relative_movement(params0: PyTree, params: PyTree) -> float:
         A float >= 0.
 
     Raises:
-        ValueError: structures or shapes differ, non-finite values, or ``params0`` is zero.
+        ValueError: ``params0`` or ``params`` empty, with a leaf that is not a finite real
+            array (None, string, complex, boolean, NaN or inf); structures or shapes differ;
+            ``params0`` is zero; or ``params`` so much larger than ``params0`` that the ratio
+            overflows. Computed in scaled form: entries of any magnitude are fine.
 
     Example:
         >>> import jax.numpy as jnp
         >>> relative_movement(jnp.array([3.0, 4.0]), jnp.array([3.0, 4.5]))
         0.1
     """
+    params0 = _validate.real_tree("params0", params0)
+    params = _validate.real_tree("params", params)
     flat0, _ = ravel_pytree(params0)
     leaves0 = jax.tree_util.tree_leaves(params0)
     leaves1 = jax.tree_util.tree_leaves(params)
@@ -284,10 +304,16 @@ def relative_movement(params0: PyTree, params: PyTree) -> float:
     flat1, _ = ravel_pytree(params)
     flat0 = _validate.as_array("params0", flat0)
     flat1 = _validate.as_array("params", flat1)
-    n0 = float(jnp.linalg.norm(flat0))
-    if n0 == 0:
+    s = _validate.max_abs(flat0)
+    if s == 0:
         raise ValueError("params0 must not be all zero")
-    return float(jnp.linalg.norm(flat1 - flat0)) / n0
+    # scaled form ||p / s - p0 / s|| / ||p0 / s||: no overflow or underflow of the norms
+    with np.errstate(over="ignore"):
+        diff = np.asarray(flat1) / s - np.asarray(flat0) / s
+    if not np.all(np.isfinite(diff)):
+        raise ValueError(f"params is too large relative to params0 (the ratio overflows "
+                         f"float64; max |params0| = {s:.3e})")
+    return _validate.norm(diff) / _validate.norm(np.asarray(flat0) / s)
 
 
 class Laziness(NamedTuple):
@@ -334,6 +360,7 @@ def laziness(model: Callable, params0: PyTree, params: PyTree, X) -> Laziness:
         >>> lz.movement, lz.kernel_change, round(lz.kernel_distance, 12)
         (1.0, 0.0, 0.0)
     """
+    _validate.function("model", model, "model(params, x)")
     X = _validate.as_array("X", X, ndim=2)
     move = relative_movement(params0, params)
     K0 = ntk.empirical_ntk(model, params0, X)

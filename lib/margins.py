@@ -54,7 +54,10 @@ def smoothed_margin(margins, beta: float = 1.0):
 
     .. math:: \min_i z_i \le F_\beta \le \min_i z_i + \frac{\log n}{\beta}.
 
-    Computed with ``logsumexp``, so it neither overflows nor underflows for large ``beta``.
+    Computed in the shifted form :math:`F_\beta = m - \frac1\beta\,\mathrm{log1p}\big(
+    \frac1n\sum_i \mathrm{expm1}(-\beta(z_i - m))\big)` with :math:`m = \min_i z_i`, so it
+    neither overflows for large ``beta`` or margins nor loses its digits for tiny ``beta``
+    (where it tends to the mean margin).
 
     Args:
         margins: ``(..., n)`` float array of margins :math:`z_i` (the last axis indexes points).
@@ -64,7 +67,8 @@ def smoothed_margin(margins, beta: float = 1.0):
         ``(...)`` float64 array.
 
     Raises:
-        ValueError: ``beta`` not finite and positive, empty or non-finite ``margins``.
+        ValueError: ``beta`` not a finite real number > 0 (bools, strings and complex are
+            refused); ``margins`` not a finite real array with a non-empty last axis.
 
     Example:
         >>> float(smoothed_margin(jnp.array([1.0, 1.0]), beta=3.0))
@@ -74,8 +78,13 @@ def smoothed_margin(margins, beta: float = 1.0):
     if z.ndim < 1 or z.shape[-1] < 1:
         raise ValueError(f"margins must have a last axis of points, got shape {z.shape}")
     beta = _validate.positive("beta", beta)
-    n = z.shape[-1]
-    return -(jax.scipy.special.logsumexp(-beta * z, axis=-1) - jnp.log(n)) / beta
+    # shifted by the hard margin m = min_i z_i: F = m - log1p(mean(expm1(-beta (z - m)))) / beta,
+    # exact for tiny beta (no cancellation of log n against the logsumexp; beta = 1e-20 gives
+    # the mean margin) and for huge beta or margins (expm1 -> -1, no overflow)
+    m = jnp.min(z, axis=-1, keepdims=True)
+    d = z - m
+    mean = jnp.mean(jnp.expm1(-beta * d), axis=-1)
+    return m[..., 0] - jnp.log1p(mean) / beta
 
 
 def f1_path_norm(params, output_scale: float = 1.0):
@@ -96,7 +105,9 @@ def f1_path_norm(params, output_scale: float = 1.0):
         A float64 scalar array.
 
     Raises:
-        ValueError: malformed ``params`` or ``output_scale``.
+        ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
+            ``(m, d)``; ``output_scale`` not a finite real number > 0; a path norm beyond
+            float64's range (computed in scaled form, so large entries are fine otherwise).
 
     Example:
         >>> B = jnp.array([[3.0, 4.0], [1.0, 0.0]])
@@ -105,7 +116,17 @@ def f1_path_norm(params, output_scale: float = 1.0):
     """
     a, B = _check_params(params)
     s = _validate.positive("output_scale", output_scale)
-    return s / a.shape[0] * jnp.sum(jnp.abs(a) * jnp.linalg.norm(B, axis=1))
+    # scaled form: (s / m) max|a| max|B| sum_j |a'_j| ||b'_j|| with a' = a / max|a|, ...
+    sa, sb = _validate.max_abs(a), _validate.max_abs(B)
+    if sa == 0 or sb == 0:
+        return jnp.float64(0.0)
+    unit = jnp.sum(jnp.abs(a / sa) * jnp.linalg.norm(B / sb, axis=1)) / a.shape[0]
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.float64(s) * np.float64(sa) * np.float64(sb) * np.float64(unit)
+    if not np.isfinite(out):
+        raise ValueError(f"the path norm overflows float64 (output_scale = {s:.3e}, "
+                         f"max |params['a']| = {sa:.3e}, max |params['B']| = {sb:.3e})")
+    return jnp.float64(out)
 
 
 def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
@@ -128,7 +149,10 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
         A float64 scalar array (negative when a point is misclassified).
 
     Raises:
-        ValueError: malformed arguments, or a network with path norm 0.
+        ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
+            ``(m, d)``; ``X`` not a finite real ``(n, d)`` array; ``y`` not in {-1, +1}^n;
+            ``output_scale`` not a finite real number > 0; a network with path norm 0.
+            Computed on rescaled parameters and inputs, so entries near 1e+-300 are fine.
 
     Example:
         >>> p = {"a": jnp.array([1.0]), "B": jnp.array([[1.0, 0.0]])}
@@ -138,11 +162,22 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
     a, B = _check_params(params)
     X = _validate.as_array("X", X, shape=(None, B.shape[1]))
     y = _validate.labels("y", y, X.shape[0])
-    norm = f1_path_norm({"a": a, "B": B}, output_scale)
+    output_scale = _validate.positive("output_scale", output_scale)
+    # invariant to rescaling a, B (and output_scale) separately: compute on a / max|a|,
+    # B / max|B| and X / max|X| (the margin is linear in X), no overflow or underflow
+    sa, sb, sx = _validate.max_abs(a), _validate.max_abs(B), _validate.max_abs(X)
+    if sa == 0 or sb == 0:
+        raise ValueError("params has path norm 0: the normalized margin is undefined")
+    a, B = a / sa, B / sb
+    Xn = X / sx if sx > 0 else X
+    norm = f1_path_norm({"a": a, "B": B}, 1.0)
     if not float(norm) > 0:
         raise ValueError("params has path norm 0: the normalized margin is undefined")
-    h = output_scale / a.shape[0] * (jax.nn.relu(X @ B.T) @ a)
-    return jnp.min(y * h) / norm
+    h = (jax.nn.relu(Xn @ B.T) @ a) / a.shape[0]
+    out = jnp.min(y * h) / norm * (sx if sx > 0 else 1.0)
+    if not bool(jnp.isfinite(out)):
+        raise ValueError(f"the normalized margin overflows float64 (max |X| = {sx:.3e})")
+    return out
 
 
 class KernelMaxMargin(NamedTuple):
@@ -243,7 +278,8 @@ def simplex_max_margin(X, y):
         ``(a, gamma)``: the ``(d,)`` maximizer on the simplex and the margin ``gamma``.
 
     Raises:
-        ValueError: malformed ``X`` or ``y``.
+        ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not in {-1, +1}^n.
+            (Solved on ``X / max|X|``, so entries of any magnitude are fine.)
         RuntimeError: the solver stopped without reaching optimality.
 
     Example:
@@ -255,6 +291,12 @@ def simplex_max_margin(X, y):
     X = _validate.as_array("X", X, ndim=2)
     y = _validate.labels("y", y, X.shape[0])
     Z = np.asarray(y)[:, None] * np.asarray(X)
+    # the margin is linear in X: solve on Z / max|Z| (the solver's tolerances are relative)
+    # and multiply gamma back, so entries near 1e+-300 neither overflow nor fail the solver
+    cz = _validate.max_abs(Z)
+    if cz == 0:
+        raise ValueError("X must not be identically zero")
+    Z = Z / cz
     a = cp.Variable(Z.shape[1])
     gamma = cp.Variable()
     prob = cp.Problem(cp.Maximize(gamma), [Z @ a >= gamma, a >= 0, cp.sum(a) == 1])
@@ -264,7 +306,7 @@ def simplex_max_margin(X, y):
         raise RuntimeError(f"simplex_max_margin: the solver failed ({err})") from err
     if prob.status != cp.OPTIMAL:
         raise RuntimeError(f"simplex_max_margin: solver status {prob.status!r}")
-    return jnp.asarray(a.value), float(gamma.value)
+    return jnp.asarray(a.value), float(gamma.value) * cz
 
 
 def dictionary_f1_max_margin(X, y, directions):
@@ -324,7 +366,8 @@ def compress_radius(points):
         An array of the same shape with every row of norm < 1.
 
     Raises:
-        ValueError: non-finite entries or a 0-d input.
+        ValueError: ``points`` not a finite real array (None, strings, complex, bool, NaN or
+            inf) or 0-d. Norms are computed in scaled form, so entries near 1e300 are fine.
 
     Example:
         >>> [round(v, 6) for v in compress_radius(jnp.array([3.0, 4.0])).tolist()]
@@ -333,9 +376,12 @@ def compress_radius(points):
     P = _validate.as_array("points", points)
     if P.ndim < 1:
         raise ValueError("points must have a last axis of coordinates")
-    r = jnp.linalg.norm(P, axis=-1, keepdims=True)
-    safe = jnp.where(r > 0, r, 1.0)
-    return jnp.where(r > 0, jnp.tanh(r) * P / safe, 0.0)
+    # scaled form: row / max|row| first, so norms of entries above 1e154 do not overflow
+    s = jnp.max(jnp.abs(P), axis=-1, keepdims=True)
+    Pn = P / jnp.where(s > 0, s, 1.0)
+    rn = jnp.linalg.norm(Pn, axis=-1, keepdims=True)
+    safe = jnp.where(rn > 0, rn, 1.0)
+    return jnp.where(s > 0, jnp.tanh(s * rn) * Pn / safe, 0.0)
 
 
 def neuron_positions(params, scale: float = 1.0):
@@ -356,7 +402,8 @@ def neuron_positions(params, scale: float = 1.0):
         {-1, 0, 1}.
 
     Raises:
-        ValueError: malformed ``params`` or ``scale``.
+        ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
+            ``(m, d)``; ``scale`` not a finite real number > 0.
 
     Example:
         >>> pos, sgn = neuron_positions({"a": jnp.array([-2.0]), "B": jnp.array([[0.0, 1.0]])})
@@ -365,7 +412,12 @@ def neuron_positions(params, scale: float = 1.0):
     """
     a, B = _check_params(params)
     c = _validate.positive("scale", scale)
-    return compress_radius(jnp.abs(a)[:, None] * B / c), jnp.sign(a)
+    # |a_j| b_j / c as (|a_j| / c) b_j, with b_j / max|b_j| first: no spurious overflow
+    sb = jnp.max(jnp.abs(B), axis=1, keepdims=True)
+    sb = jnp.where(sb > 0, sb, 1.0)
+    radius = jnp.abs(a)[:, None] / c * sb  # may be inf only where the true radius is
+    return compress_radius(jnp.where(jnp.isfinite(radius), radius, 1e300) * (B / sb)), \
+        jnp.sign(a)
 
 
 def _check_params(params):

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from . import _validate
@@ -34,15 +35,8 @@ PyTree = Any
 __all__ = ["empirical_ntk", "linearize", "relu_ntk"]
 
 
-def _check_model(f, params, x):
-    if not callable(f):
-        raise ValueError("f must be a callable f(params, x)")
-    out = jax.eval_shape(lambda p, xi: f(p, xi), params, jax.ShapeDtypeStruct(x.shape[1:],
-                                                                               x.dtype))
-    if out.shape != ():
-        raise ValueError(
-            f"f must return a scalar for a single input x of shape {x.shape[1:]}, got output "
-            f"shape {out.shape}; the tangent kernel here is defined for scalar-output models")
+def _check_model(f, params, x, x_name="x1"):
+    _validate.scalar_model("f", f, params, x.shape[1:], x_name=x_name)
 
 
 def _jacobian(f, params, x):
@@ -73,8 +67,11 @@ def empirical_ntk(f: Callable, params: PyTree, x1, x2=None, *, chunk_size: int =
         ``(n1, n2)`` float64 array. With ``x2=None`` it is symmetric positive semidefinite.
 
     Raises:
-        ValueError: ``f`` does not return a scalar for one input; inputs with different
-            trailing shapes, fewer than one point or non-finite values; ``chunk_size < 1``.
+        ValueError: ``f`` not callable, failing on ``params`` and one row of ``x1`` (a shape
+            mismatch between model, parameters and inputs) or not returning a real scalar for
+            one input; ``params`` empty or with a leaf that is not a finite real array;
+            inputs that are not finite real arrays, with different trailing shapes or fewer
+            than one point; ``chunk_size`` not an integer >= 1.
 
     Example:
         >>> import jax.numpy as jnp
@@ -92,8 +89,11 @@ def empirical_ntk(f: Callable, params: PyTree, x1, x2=None, *, chunk_size: int =
         raise ValueError(f"x1 and x2 must share their trailing shape, got {x1.shape} and "
                          f"{x2.shape}")
     chunk_size = _validate.integer("chunk_size", chunk_size, minimum=1)
+    _validate.function("f", f, "f(params, x)")
     params = _real_params("params", params)
     _check_model(f, params, x1)
+    if x2 is not x1:
+        _check_model(f, params, x2, "x2")
 
     def chunks(x):
         return [x[i:i + chunk_size] for i in range(0, x.shape[0], chunk_size)]
@@ -120,20 +120,7 @@ def empirical_ntk(f: Callable, params: PyTree, x1, x2=None, *, chunk_size: int =
 
 def _real_params(name, params):
     """Cast a pytree of real arrays to float64; reject empty, complex or non-finite leaves."""
-    leaves = jax.tree_util.tree_leaves(params)
-    if not leaves:
-        raise ValueError(f"{name} must contain at least one array")
-    for leaf in leaves:
-        if jnp.iscomplexobj(leaf):
-            raise ValueError(f"{name} must be real, got complex values")
-        try:
-            leaf = jnp.asarray(leaf)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must contain numeric arrays, got a leaf of type "
-                             f"{type(leaf).__name__}") from err
-        if not bool(jnp.all(jnp.isfinite(leaf))):
-            raise ValueError(f"{name} contains non-finite values (NaN or inf)")
-    return jax.tree_util.tree_map(lambda p: jnp.asarray(p, dtype=jnp.float64), params)
+    return _validate.real_tree(name, params)
 
 
 def linearize(f: Callable, params0: PyTree) -> Callable:
@@ -168,8 +155,7 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
         >>> float(f_lin(0.1, 2.0))      # 0 + cos(0) * 2 * 0.1
         0.2
     """
-    if not callable(f):
-        raise ValueError("f must be a callable f(params, x)")
+    _validate.function("f", f, "f(params, x)")
     params0 = _real_params("params0", params0)
 
     def f_lin(params, x):
@@ -212,8 +198,10 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
         A zero input gives a zero row (the angle is then irrelevant).
 
     Raises:
-        ValueError: inputs not 2-D, different ``d``, ``d < 2``, non-finite entries, or a
-            negative ``kappa``.
+        ValueError: inputs not finite real 2-D arrays, different ``d``, ``d < 2``, ``kappa``
+            not a finite number >= 0, or a kernel entry beyond float64's range. The kernel is
+            computed on inputs scaled to a largest entry of 1 (it is bilinear), so entries of
+            any magnitude within that range give the correct value.
 
     Example:
         >>> import jax.numpy as jnp
@@ -230,6 +218,20 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     if d < 2:
         raise ValueError(f"the inputs must have dimension d >= 2 (sphere S^(d-1)), got d = {d}")
     kappa = _validate.positive("kappa", kappa, allow_zero=True)
+    # K is bilinear in (x1, x2): compute it on x / max|x| (scaled form, no overflow of the
+    # norms for entries above 1e154 nor underflow below 1e-154) and multiply back
+    s1, s2 = _validate.max_abs(x1), _validate.max_abs(x2)
+    s1, s2 = (s1 if s1 > 0 else 1.0), (s2 if s2 > 0 else 1.0)
+    K = _relu_ntk_unit(x1 / s1, x2 / s2, kappa, d)
+    with np.errstate(over="ignore", under="ignore"):
+        factor = np.float64(s1) * np.float64(s2)
+    if not np.isfinite(factor) or not np.all(np.isfinite(np.asarray(K) * factor)):
+        raise ValueError(f"the kernel overflows float64 (max |x1| = {s1:.3e}, max |x2| = "
+                         f"{s2:.3e}): rescale the inputs (K is bilinear in x1, x2)")
+    return K * factor
+
+
+def _relu_ntk_unit(x1, x2, kappa, d):
     n1 = jnp.linalg.norm(x1, axis=1)
     n2 = jnp.linalg.norm(x2, axis=1)
     inner = x1 @ x2.T

@@ -112,7 +112,8 @@ def parity(x, subset):
         ``(N,)`` float64 array with entries in {-1, +1}.
 
     Raises:
-        ValueError: ``x`` not two-dimensional or ``subset`` invalid.
+        ValueError: ``x`` not a finite real 2-D array with entries in {-1, +1}, or
+            ``subset`` invalid.
 
     Example:
         >>> import jax.numpy as jnp
@@ -120,8 +121,16 @@ def parity(x, subset):
         [1.0]
     """
     x = _validate.as_array("x", x, ndim=2)
+    _pm_one("x", x)
     _, idx, _ = _check_problem(x.shape[1], subset, 0.0)
     return jnp.prod(x[:, idx], axis=1)
+
+
+def _pm_one(name, v):
+    """Entries of a concrete array must be -1 or +1 (a parity of other values is not one)."""
+    if not isinstance(v, jax.core.Tracer) and not np.all(np.isin(np.asarray(v), (-1.0, 1.0))):
+        bad = np.asarray(v)[~np.isin(np.asarray(v), (-1.0, 1.0))].ravel()[:3].tolist()
+        raise ValueError(f"{name} must have entries in {{-1, +1}}, got e.g. {bad}")
 
 
 def biased_sparse_parity(key, num_samples: int, n: int, subset, alpha: float):
@@ -145,8 +154,11 @@ def biased_sparse_parity(key, num_samples: int, n: int, subset, alpha: float):
         {-1, +1}.
 
     Raises:
-        ValueError: ``subset`` out of range, repeated or longer than ``n``; ``alpha`` outside
-            [0, 1]; non-positive ``num_samples`` or ``n``.
+        ValueError: ``key`` not a single JAX PRNG key (``0``, ``None``, strings and split
+            pairs are refused); ``subset`` out of range, repeated or longer than ``n``;
+            ``alpha`` outside [0, 1]; ``num_samples`` or ``n`` not integers >= 1;
+            ``num_samples * n`` above ``lib._validate.MAX_ELEMENTS`` (would not fit in
+            memory).
 
     Example:
         >>> import jax
@@ -154,8 +166,10 @@ def biased_sparse_parity(key, num_samples: int, n: int, subset, alpha: float):
         >>> x.shape, y.shape
         ((5, 4), (5,))
     """
-    num_samples = _validate.integer("num_samples", num_samples, minimum=1)
+    key = _validate.prng_key("key", key)
+    num_samples = _validate.size("num_samples", num_samples, minimum=1)
     n, idx, alpha = _check_problem(n, subset, alpha)
+    _validate.size("num_samples * n", num_samples * n)
     return _bsp_sample(key, num_samples, n, jnp.asarray(idx), alpha)
 
 
@@ -218,8 +232,10 @@ def leaky_parity(key, num_samples: int, n: int, subset, alpha: float):
         >>> bool((x == leaky_point(5, [0, 1])).all())
         True
     """
-    num_samples = _validate.integer("num_samples", num_samples, minimum=1)
+    key = _validate.prng_key("key", key)
+    num_samples = _validate.size("num_samples", num_samples, minimum=1)
     n, idx, alpha = _check_problem(n, subset, alpha)
+    _validate.size("num_samples * n", num_samples * n)
     k_unif, k_pick, k_label = jax.random.split(key, 3)
     uniform = 2.0 * jax.random.bernoulli(k_unif, 0.5, (num_samples, n)).astype(jnp.float64) - 1
     pick = jax.random.bernoulli(k_pick, alpha, (num_samples,))
@@ -383,6 +399,8 @@ def _check_atoms(atoms):
         raise ValueError("atoms must be a triple (x, y, prob) as from parity_atoms") from err
     x = _validate.as_array("atoms[0] (x)", x, ndim=2)
     y = _validate.as_array("atoms[1] (y)", y, shape=(x.shape[0],))
+    _pm_one("atoms[0] (x)", x)
+    _pm_one("atoms[1] (y)", y)
     prob = _validate.as_array("atoms[2] (prob)", prob, shape=(x.shape[0],))
     if np.any(np.asarray(prob) < 0) or abs(float(prob.sum()) - 1.0) > 1e-9:
         raise ValueError("atoms[2] (prob) must be non-negative and sum to 1")
@@ -401,7 +419,9 @@ def population_loss(predictions, atoms):
         A scalar float64 array (differentiable if ``predictions`` is).
 
     Raises:
-        ValueError: malformed ``atoms`` or predictions of the wrong shape or not finite.
+        ValueError: ``atoms`` not a triple of finite real arrays with ``x`` and ``y`` in
+            {-1, +1} and ``prob`` a probability vector; ``predictions`` not real, of the
+            wrong shape or (when concrete) not finite.
 
     Example:
         >>> atoms = parity_atoms(3, [0, 1], 0.3)
@@ -410,8 +430,8 @@ def population_loss(predictions, atoms):
     """
     x, y, prob = _check_atoms(atoms)
     f = predictions(x) if callable(predictions) else predictions
-    if isinstance(f, str | bytes):
-        raise ValueError("predictions must be a real array, got a string")
+    if f is None or isinstance(f, str | bytes):
+        raise ValueError(f"predictions must be a real array, got {type(f).__name__}")
     f = jnp.asarray(f)
     if jnp.iscomplexobj(f) or not jnp.issubdtype(f.dtype, jnp.number):
         raise ValueError(f"predictions must be real, got dtype {f.dtype}")
@@ -450,7 +470,8 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
         ``(loss, w)``: a float and the ``(p,)`` minimizing weights.
 
     Raises:
-        ValueError: malformed ``atoms`` or features, or non-finite features.
+        ValueError: malformed ``atoms`` (as :func:`population_loss`); ``features`` not a
+            finite real ``(M, p)`` array; ``rcond`` not a real number in ``[0, 1)``.
 
     Example:
         >>> atoms = parity_atoms(4, [0, 1], 0.0)
@@ -487,6 +508,7 @@ def _model_args(theta, x):
     for name, v in (("theta", theta), ("x", x)):
         if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
             raise ValueError(f"{name} contains NaN or inf")
+    _pm_one("x", x)
     return theta.astype(jnp.float64), x.astype(jnp.float64)
 
 
@@ -507,12 +529,17 @@ def smooth_step(z):
     Returns:
         Array of the shape of ``z`` with values in [0, 1].
 
+    Raises:
+        ValueError: ``z`` not real numeric (checked from its dtype only: this element-wise
+            function runs inside compiled models, so values are not checked; NaN gives NaN;
+            the public entry points check their inputs).
+
     Example:
         >>> import jax.numpy as jnp
         >>> smooth_step(jnp.array([-1.0, 0.25, 0.5, 0.75, 2.0])).tolist()
         [0.0, 0.125, 0.5, 0.875, 1.0]
     """
-    z = jnp.clip(z, 0.0, 1.0)
+    z = jnp.clip(_validate.real_array("z", z), 0.0, 1.0)
     return jnp.where(z < 0.5, 2.0 * z**2, 1.0 - 2.0 * (1.0 - z) ** 2)
 
 
@@ -543,7 +570,8 @@ def selected_parity(theta, x):
 
     Raises:
         ValueError: ``theta`` or ``x`` not real 1-D arrays of the same length (checked also
-            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them.
+            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them or
+            an entry of ``x`` outside {-1, +1} (traced inputs are not value-checked).
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -585,7 +613,8 @@ def leaky_selected_parity(theta, x):
 
     Raises:
         ValueError: ``theta`` or ``x`` not real 1-D arrays of the same length (checked also
-            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them.
+            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them or
+            an entry of ``x`` outside {-1, +1} (traced inputs are not value-checked).
 
     Example:
         >>> import jax.numpy as jnp

@@ -61,13 +61,12 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
         >>> abs(float(two_layer(p, jnp.ones(3)))) < 1e-15   # symmetric: 0 up to rounding
         True
     """
+    key = _validate.prng_key("key", key)
     d = _validate.integer("d", d, minimum=1)
     width = _validate.integer("width", width, minimum=1)
     kappa = _validate.positive("kappa", kappa)
     scale = _validate.positive("scale", scale)
-    if not isinstance(symmetric, bool | np.bool_):
-        raise ValueError(f"symmetric must be True or False, got {symmetric!r}")
-    symmetric = bool(symmetric)
+    symmetric = _validate.boolean("symmetric", symmetric)
     if d * width > MAX_ENTRIES:
         raise ValueError(f"d * width = {d * width:.3g} weights exceed MAX_ENTRIES = "
                          f"{MAX_ENTRIES:.3g} ({8 * d * width / 2**30:.3g} GiB)")

@@ -1,0 +1,280 @@
+"""Issue 21: every example of the issue gives the correct value or a clear error naming the
+argument. Correct values are compared with independent answers (closed forms, scale
+relations, another solver), never with the code's own output at the same input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import lib
+from lib import convex, diagonal, flows, kernels, lazy, margins, ntk, parity, twolayer
+
+X1 = np.array([[1.0, 2.0]])
+
+
+def _quad(w):
+    return jnp.sum((w - 1.0) ** 2)
+
+
+def _lin(w, x):
+    return w @ x
+
+
+def _vec(w, x):
+    return w * x
+
+
+# --------------------------------------------------------------- 1. wrong answers as success
+
+def test_flow_path_inconsistent_system_is_refused():
+    with pytest.raises(ValueError, match="inconsistent"):
+        diagonal.gradient_flow_path(np.ones((3, 2)), [1, 2, 3], 1.0)
+
+
+def test_flow_path_huge_scale_is_not_reported_converged():
+    # 1e150: the integrator stops, but the final beta misses the target: checked after the fact
+    with pytest.raises(RuntimeError, match="target"):
+        diagonal.gradient_flow_path(X1 * 1e150, [1.0], 1.0)
+    with pytest.raises(ValueError, match="X X\\^T"):
+        diagonal.gradient_flow_path(X1 * 1e155, [1.0], 1.0)
+
+
+def test_flow_path_rank_deficient_x_converges_to_target():
+    X, y = np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([1.0, 2.0])  # rank 1, consistent
+    run = diagonal.gradient_flow_path(X, y, 1.0)
+    assert run.converged and run.stop_time > 0
+    assert float(np.sum((X @ np.asarray(run.final_beta) - y) ** 2)) <= 1e-20 * 5 * 1.01
+
+
+def test_implicit_bias_limit_huge_targets_are_solved_in_scaled_form():
+    beta = np.asarray(diagonal.implicit_bias_limit(X1, np.array([1.0]) * 1e155, 1.0))
+    assert np.all(np.isfinite(beta))
+    assert abs(float((X1 @ beta)[0]) / 1e155 - 1.0) < 1e-9
+    # alpha = 1 against |y| = 1e155 is deep in the rich regime: the min-l1 interpolant
+    l1 = np.asarray(convex.min_norm_interpolant(X1, np.array([1e155]), p=1))
+    assert np.max(np.abs(beta - l1)) < 1e-6 * np.max(np.abs(l1))
+
+
+def test_implicit_bias_limit_tiny_x_uses_the_scale_relation():
+    # limit for (c X, alpha) = limit for (X, alpha c^(1/2)) / c, with c = 1e-170 in float64;
+    # the reference uses c = 1e-170 as 1e-85 ** 2 on an alpha within range
+    small = np.asarray(diagonal.implicit_bias_limit(X1 * 1e-170, [1.0], 1e80))
+    ref = np.asarray(diagonal.implicit_bias_limit(X1, [1.0], 1e80 * 1e-85)) * 1e170
+    assert np.allclose(small, ref, rtol=1e-9)
+
+
+# --------------------------------------------------------------- 2. overflow of finite values
+
+@pytest.mark.parametrize("c", [1e155, 1e200, 1e-170, 1e-300])
+def test_kernel_comparisons_are_scale_free(c):
+    K0 = np.array([[2.0, 1.0], [1.0, 3.0]])
+    K1 = np.array([[2.5, 0.5], [0.5, 3.0]])
+    # closed forms at scale 1: ||K1 - K0|| / ||K0|| and 1 - <K0, K1> / (||K0|| ||K1||)
+    rkc = np.linalg.norm(K1 - K0) / np.linalg.norm(K0)
+    kd = 1 - np.sum(K0 * K1) / (np.linalg.norm(K0) * np.linalg.norm(K1))
+    assert abs(kernels.relative_kernel_change(c * K0, c * K1) - rkc) < 1e-12
+    assert abs(kernels.kernel_distance(c * K0, c * K1) - kd) < 1e-12
+    p0, p1 = np.array([3.0, 4.0]), np.array([3.0, 4.5])
+    assert abs(lazy.relative_movement(c * p0, c * p1) - 0.1) < 1e-12
+
+
+def test_rkhs_norm_and_relu_ntk_of_large_entries():
+    K = np.array([[2.0, 1.0], [1.0, 3.0]])
+    c = np.array([1.0, -2.0])
+    q = np.sqrt(c @ K @ c)
+    assert np.isclose(kernels.rkhs_norm(1e200 * K, 1e-50 * c), 1e50 * q, rtol=1e-12)
+    assert np.isclose(kernels.rkhs_norm(K, 1e160 * c), 1e160 * q, rtol=1e-12)
+    x = np.array([[1.0, 0.5], [-0.3, 2.0]])
+    assert np.allclose(ntk.relu_ntk(1e120 * x), 1e240 * np.asarray(ntk.relu_ntk(x)), rtol=1e-12)
+    with pytest.raises(ValueError, match="overflows"):
+        ntk.relu_ntk(1e160 * x)
+
+
+def test_q_of_tiny_alpha_and_q_d_of_huge_u():
+    # Q = alpha^2 q(1 / alpha^2), q(u) = u (log u - 1) + O(1) for large u (closed form)
+    assert np.isclose(float(diagonal.Q([1.0, 0.0], alpha=1e-100)), np.log(1e200) - 1, rtol=1e-12)
+    u = 1e160
+    assert np.isclose(float(diagonal.q_D(u)), u * (np.log(u) - 1), rtol=1e-12)
+    with pytest.raises(ValueError, match="beta / alpha"):
+        diagonal.Q([1e10, 0.0], alpha=1e-150)
+
+
+def test_smoothed_margin_small_and_large_beta():
+    assert float(margins.smoothed_margin([1.0, 2.0], beta=1e-20)) == pytest.approx(1.5, 1e-12)
+    assert float(margins.smoothed_margin([1e300, 2e300], beta=1e10)) == pytest.approx(1e300)
+    # the sandwich min z <= F <= min z + log(n) / beta
+    F = float(margins.smoothed_margin([1.0, 2.0, 5.0], beta=7.0))
+    assert 1.0 <= F <= 1.0 + np.log(3) / 7.0
+
+
+def test_f1_margin_and_positions_of_large_parameters():
+    p = {"a": jnp.array([1.0, -0.5]), "B": jnp.array([[1.0, 0.0], [0.3, 1.0]])}
+    big = {"a": 1e200 * p["a"], "B": 1e200 * p["B"]}
+    X, y = np.array([[2.0, 1.0], [-1.0, 0.5]]), np.array([1.0, -1.0])
+    assert np.isclose(float(margins.f1_normalized_margin(big, X, y)),
+                      float(margins.f1_normalized_margin(p, X, y)), rtol=1e-12)
+    assert np.allclose(margins.compress_radius(np.ones((1, 2)) * 1e200), [[2 ** -0.5] * 2])
+    with pytest.raises(ValueError, match="path norm overflows"):
+        margins.f1_path_norm(big)
+
+
+# --------------------------------------------------------------- 3. silent coercion
+
+@pytest.mark.parametrize("bad", [True, "1", 1 + 0j, None, np.nan, -1.0])
+def test_step_size_is_not_coerced(bad):
+    with pytest.raises(ValueError, match="step_size"):
+        flows.gradient_descent(_quad, jnp.zeros(2), step_size=bad, num_steps=3)
+    with pytest.raises(ValueError, match="step_size"):
+        diagonal.gradient_descent_path(X1, [1.0], 1.0, step_size=bad, num_steps=3)
+    with pytest.raises(ValueError, match="step_size"):
+        lazy.train(_lin, jnp.ones(2), jnp.ones((3, 2)), jnp.ones(3), step_size=bad,
+                   num_steps=2)
+
+
+@pytest.mark.parametrize("name", ["normalized", "log_domain", "progress"])
+def test_flags_must_be_bools(name):
+    with pytest.raises(ValueError, match=name):
+        flows.gradient_descent(_quad, jnp.zeros(2), step_size=0.1, num_steps=3,
+                               **{name: "yes"})
+
+
+def test_complex_parameters_are_refused():
+    with pytest.raises(ValueError, match="params0 must be real"):
+        flows.gradient_descent(_quad, jnp.array([1.0 + 1j]), step_size=0.1, num_steps=3)
+    with pytest.raises(ValueError, match="params0 must be real"):
+        flows.gradient_flow(_quad, jnp.array([1.0 + 1j]), [0.0, 1.0])
+    with pytest.raises(ValueError, match="params0 must be real"):
+        lazy.train(_lin, jnp.ones(2) + 0j, jnp.ones((3, 2)), jnp.ones(3), step_size=0.1,
+                   num_steps=2)
+    with pytest.raises(ValueError, match="params0 must be real"):
+        ntk.linearize(_lin, jnp.ones(2) + 1j)
+
+
+def test_parity_functions_refuse_entries_outside_pm_one():
+    with pytest.raises(ValueError, match="x must have entries"):
+        parity.selected_parity(jnp.ones(3), jnp.array([3.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="x must have entries"):
+        parity.leaky_selected_parity(jnp.ones(3), jnp.array([3.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="x must have entries"):
+        parity.parity(np.array([[3.0, 2.0]]), [0, 1])
+    bad = (np.array([[3.0, 2.0]]), np.array([6.0]), np.array([1.0]))
+    with pytest.raises(ValueError, match="atoms\\[0\\]"):
+        parity.population_loss(jnp.zeros(1), bad)
+
+
+def test_vector_output_models_are_refused():
+    with pytest.raises(ValueError, match="model must return a scalar"):
+        lazy.train(_vec, jnp.ones(2), jnp.ones((3, 2)), jnp.ones(3), step_size=0.1,
+                   num_steps=2)
+    with pytest.raises(ValueError, match="model must return a scalar"):
+        lazy.scaled_square_loss(_vec, jnp.ones((3, 2)), jnp.ones(3))(jnp.ones(2), 1.0)
+    with pytest.raises(ValueError, match="f must return a scalar"):
+        ntk.empirical_ntk(_vec, jnp.ones(2), jnp.ones((3, 2)))
+
+
+# --------------------------------------------------------------- 4. errors from deep inside
+
+@pytest.mark.parametrize("key", [0, None, "abc", 1.5, jax.random.split(jax.random.key(0)),
+                                 jnp.zeros((2, 2), jnp.uint32), jnp.array([1, 2, 3], jnp.uint32)])
+def test_bad_prng_keys_name_the_key(key):
+    with pytest.raises(ValueError, match="key must be"):
+        twolayer.init_two_layer(key, 2, 4)
+    with pytest.raises(ValueError, match="key must be"):
+        parity.biased_sparse_parity(key, 4, 3, [0, 1], 0.5)
+    with pytest.raises(ValueError, match="key must be"):
+        parity.leaky_parity(key, 4, 3, [0, 1], 0.5)
+
+
+def test_legacy_raw_keys_are_accepted():
+    assert twolayer.init_two_layer(jax.random.PRNGKey(0), 2, 4)["B"].shape == (4, 2)
+    assert parity.biased_sparse_parity(jax.random.PRNGKey(0), 4, 3, [0], 0.5)[0].shape == (4, 3)
+
+
+def test_huge_sizes_are_refused_before_allocating():
+    with pytest.raises(ValueError, match="num_samples"):
+        parity.biased_sparse_parity(jax.random.key(0), 10**30, 3, [0], 0.5)
+    with pytest.raises(ValueError, match="num_samples"):
+        parity.leaky_parity(jax.random.key(0), 10**12, 3, [0], 0.5)
+    with pytest.raises(ValueError, match="d \\* width"):
+        twolayer.init_two_layer(jax.random.key(0), 10**30, 4)
+    with pytest.raises(ValueError, match="num_steps"):
+        flows.gradient_descent(_quad, jnp.zeros(2), step_size=0.1, num_steps=10**30)
+    with pytest.raises(ValueError, match="num_steps"):
+        flows.snapshot_steps(10**30)
+
+
+@pytest.mark.parametrize("bad", [None, "abc", 1 + 2j])
+def test_strings_none_complex_do_not_reach_jax(bad):
+    with pytest.raises(ValueError, match="params0"):
+        flows.gradient_descent(_quad, bad, step_size=0.1, num_steps=3)
+    if bad is not None:  # target=None is the default (no target)
+        with pytest.raises(ValueError, match="target"):
+            flows.gradient_descent(_quad, jnp.zeros(2), step_size=0.1, num_steps=3,
+                                   target=bad)
+    with pytest.raises(ValueError, match="K0"):
+        kernels.kernel_distance(bad, np.eye(2))
+
+
+def test_model_input_shape_mismatch_names_the_arguments():
+    with pytest.raises(ValueError, match="f\\(params, x\\) fails.*x1"):
+        ntk.empirical_ntk(_lin, jnp.ones(2), jnp.ones((3, 3)))
+    with pytest.raises(ValueError, match="model\\(params0, x\\) fails"):
+        lazy.train(_lin, jnp.ones(2), jnp.ones((3, 3)), jnp.ones(3), step_size=0.1,
+                   num_steps=2)
+
+
+def test_flow_path_zero_x_and_bad_solver_settings():
+    with pytest.raises(ValueError, match="X must have at least one nonzero"):
+        diagonal.gradient_flow_path(np.zeros((1, 2)), [1.0], 1.0)
+    for rtol in (0.0, -1.0, 2.0, True):
+        with pytest.raises(ValueError, match="rtol"):
+            diagonal.gradient_flow_path(X1, [1.0], 1.0, rtol=rtol)
+    for max_steps in (0, -5, 2.5, 10**30):
+        with pytest.raises(ValueError, match="max_steps"):
+            diagonal.gradient_flow_path(X1, [1.0], 1.0, max_steps=max_steps)
+        with pytest.raises(ValueError, match="max_steps"):
+            flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], max_steps=max_steps)
+    with pytest.raises(ValueError, match="stiff"):
+        diagonal.gradient_flow_path(X1, [1.0], 1.0, stiff="yes")
+
+
+# --------------------------------------------------------------- 5. blaming the wrong thing
+
+def test_zero_targets_blame_y_not_target():
+    with pytest.raises(ValueError, match="^y must not be identically zero"):
+        diagonal.gradient_flow_path(X1, [0.0], 1.0)
+
+
+def test_kernel_regression_rcond_out_of_range_names_rcond():
+    with pytest.raises(ValueError, match="rcond"):
+        kernels.kernel_regression(np.eye(2), np.ones(2), rcond=2.0)
+    # large entries are solved in scaled form: K c = y
+    K = np.array([[2.0, 1.0], [1.0, 2.0]]) * 1e160
+    c = np.asarray(kernels.kernel_regression(K, np.ones(2) * 1e160))
+    assert np.allclose(c, [1 / 3, 1 / 3], rtol=1e-12)
+
+
+def test_tiny_inputs_are_not_called_zero():
+    K = np.eye(2) * 1e-170
+    assert kernels.kernel_distance(K, 2 * K) == pytest.approx(0.0, abs=1e-15)
+    assert kernels.relative_kernel_change(K, 1.1 * K) == pytest.approx(0.1, rel=1e-12)
+    assert lazy.relative_movement(np.array([3e-170, 4e-170]),
+                                  np.array([3e-170, 4.5e-170])) == pytest.approx(0.1, rel=1e-12)
+    with pytest.raises(ValueError, match="K0 must not be the zero matrix"):
+        kernels.relative_kernel_change(np.zeros((2, 2)), np.eye(2))
+
+
+def test_public_api_is_importable_from_lib():
+    # the functions exercised here are the ones re-exported by lib
+    for name in ("gradient_flow_path", "implicit_bias_limit", "kernel_distance", "relu_ntk",
+                 "smoothed_margin", "selected_parity", "init_two_layer"):
+        assert callable(getattr(lib, name))
+
+
+def test_overflowing_internal_steps_blame_the_caller_arguments():
+    X, y = np.array([[1.0, 2.0], [2.0, 0.5]]), np.array([1.0, 1.0])
+    with pytest.raises(ValueError, match="curvature bound.*alpha"):
+        diagonal.exponential_loss_path(X * 1e200, y, 1.0, accuracies=[1.0])
+    with pytest.raises(ValueError, match="alpha\\*\\*depth overflows"):
+        diagonal.gradient_descent_path(X[:1], [1.0], 1e200, step_size=0.1, num_steps=3)
