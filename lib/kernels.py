@@ -173,9 +173,14 @@ def relative_kernel_change(K0, K1) -> float:
     r"""Relative change :math:`\|K_1 - K_0\|_F / \|K_0\|_F` of a kernel matrix.
 
     The kernel (lazy) regime is where the tangent kernel barely moves during training:
-    this ratio is :math:`O(1/\alpha)` for the scaled model :math:`\alpha h` and
-    :math:`O(m^{-1/2})` for a width-``m`` network with :math:`1/\sqrt m` output scaling
-    (Chizat, Oyallon & Bach 2019, Sec. 2-3; Jacot et al. 2018, Theorem 2).
+    this ratio is at most :math:`O(1/\alpha)` for the scaled model :math:`\alpha h` with a
+    smooth ``h`` (Chizat, Oyallon & Bach 2019, Sec. 2-3; Jacot et al. 2018, Theorem 2). For a
+    width-``m`` two-layer ReLU network with :math:`1/\sqrt m` output scaling it is of order
+    :math:`m^{-1/2}`, but not as the first-order effect of the moving weights: with a symmetric
+    (paired) initialization the first-order change cancels exactly, and with the activation
+    pattern frozen the change is :math:`O(m^{-1})`. The :math:`m^{-1/2}` comes from activation
+    flips, units whose pre-activation :math:`b_j^\top x` changes sign (measured in the
+    lazy-training chapter, Experiment 2).
 
     Args:
         K0: ``(n1, n2)`` reference kernel matrix (typically at initialization), not all zero.

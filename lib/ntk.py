@@ -182,11 +182,18 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
         + \kappa^2\, \langle x, x'\rangle\, \frac{\pi - \varphi}{2\pi},
 
     where :math:`\varphi` is the angle between :math:`x` and :math:`x'`. The first term is the
-    gradient with respect to the output weights (the arc-cosine kernel of degree 1 of Cho & Saul
-    2009, divided by :math:`d` because :math:`\mathbb{E}[b b^\top] = I/d` on the sphere); the
-    second is the gradient with respect to the input weights,
+    gradient with respect to the output weights: :math:`k_1 / (2d)`, where
+    :math:`k_1(x, x') = \frac1\pi \|x\|\,\|x'\|\,(\sin\varphi + (\pi-\varphi)\cos\varphi)` is
+    the arc-cosine kernel of degree 1 in Cho & Saul's (2009) normalization, and the factor
+    :math:`1/d` comes from :math:`\mathbb{E}[b b^\top] = I/d` on the sphere. The second is the
+    gradient with respect to the input weights,
     :math:`\kappa^2 \langle x, x'\rangle\, \mathbb{P}(b^\top x > 0, b^\top x' > 0)`.
     At initialization scale :math:`\sigma` the kernel is :math:`\sigma^2 K_\kappa`.
+
+    On the sphere without a bias coordinate this kernel is not universal: its Legendre
+    coefficients of odd degree :math:`\ge 3` vanish (Bietti & Mairal 2019). With a constant
+    coordinate appended to the inputs every degree has a positive coefficient (both measured
+    in the lazy-training chapter, Experiment 5).
 
     Args:
         x1: ``(n1, d)`` float inputs (``d >= 2``; append a constant coordinate for a bias).
