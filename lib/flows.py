@@ -14,10 +14,11 @@ provides both, written once for any loss over any pytree of parameters:
   by the loss, as Moroshko et al. 2020 do for the exponential loss) inside a compiled
   ``lax.while_loop``. The trajectory is recorded only at chosen snapshot steps, written into a
   preallocated buffer by a compiled ``lax.scan`` over the snapshots; between snapshots the loop
-  advances without leaving compiled code, so a run of 10^7 steps stores a few dozen states. Training stops early once the loss reaches a target.
+  advances without leaving compiled code, so a run of 10^7 steps stores a few dozen states.
+  Training stops early once the loss reaches a target.
 * :func:`gradient_descent_sweep` runs the same training for a batch of initializations (for
   instance a grid of initialization scales ``alpha``) with a single compilation, through
-  ``jax.vmap``.
+  ``jax.vmap``, split over all local devices when there are several (``jax.sharding``).
 * :func:`gradient_flow` integrates the ODE with an adaptive-step solver from diffrax, to the
   tolerances you choose; it is the reference that small-step gradient descent approaches.
 
