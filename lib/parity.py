@@ -48,6 +48,7 @@ __all__ = [
     "bsp_best_linear_loss",
     "bsp_correlations",
     "bsp_second_moments",
+    "leaky_kernel_edges",
     "leaky_parity",
     "leaky_point",
     "leaky_selected_parity",
@@ -494,6 +495,83 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
     w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
     loss = 0.5 * float(np.sum((A @ w - b) ** 2))
     return loss, jnp.asarray(w)
+
+
+def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: float = 1e-12):
+    r"""Exact best edge of a fixed feature map on **every** leaky parity
+    :math:`\mathcal{D}_J \in \mathcal{P}^{\mathrm{lp}}[n, \alpha]` at once.
+
+    For a feature map :math:`\phi` tabulated on the cube, the best predictor
+    :math:`h = \langle w, \phi\rangle` on :math:`\mathcal{D}_J` (weight :math:`(1-\alpha)2^{-n}`
+    on each point with label :math:`\chi_J`, weight :math:`\alpha` on :math:`x^J` with a random
+    label, :func:`parity_atoms` with ``kind="leaky"``) has edge
+
+    .. math::
+        \gamma_J = \tfrac12\, r_J^\top (I + \alpha u_J u_J^\top)^{-1} r_J
+                 = \tfrac12 \Bigl(\|r_J\|^2 - \frac{\alpha (u_J^\top r_J)^2}{1 + \alpha\|u_J\|^2}
+                   \Bigr),
+
+    where :math:`\psi` is :math:`\phi` in a basis orthonormal for the uniform part
+    (:math:`(1-\alpha)2^{-n}\Psi^\top\Psi = I`), :math:`r_J = (1-\alpha)2^{-n}\Psi^\top\chi_J` and
+    :math:`u_J = \psi(x^J)` (Sherman-Morrison); all :math:`r_J` come from one fast
+    Walsh-Hadamard transform. This is the quantity that Malach et al. (2021),
+    Claim 5.3, bounds for every kernel of dimension :math:`p`.
+
+    Args:
+        features: ``(2**n, p)`` real array, :math:`\phi` at the points of the cube in the order of
+            :func:`parity_atoms` (``itertools.product((-1, 1), repeat=n)``), ``n <= MAX_ENUMERATE``.
+        alpha: weight of the leaked point, in ``[0, 1)``.
+        min_order: smallest subset size :math:`|J|` included (2: the paper's
+            :math:`2^n - n - 1` problems).
+        rcond: relative cut-off below which eigenvalues of the features' second-moment matrix
+            :math:`(1-\alpha)2^{-n}\Phi^\top\Phi` are dropped (rank-deficient features).
+
+    Returns:
+        ``(edges, subsets)``: ``(S,)`` float64 array of exact best edges, and the list of the
+        ``S`` subsets :math:`J` (sorted tuples), in increasing size then lexicographic order.
+
+    Raises:
+        ValueError: ``features`` not a finite real ``(2**n, p)`` array, ``alpha`` outside
+            ``[0, 1)``, ``min_order`` not in ``[1, n]``, or ``rcond`` outside ``[0, 1)``.
+
+    Example:
+        >>> import itertools, numpy as np
+        >>> x = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+        >>> edges, subsets = leaky_kernel_edges(x, 0.2)       # linear features: no edge
+        >>> len(subsets), float(np.abs(edges).max()) < 1e-15
+        (4, True)
+    """
+    phi = np.asarray(_validate.as_array("features", features, ndim=2))
+    size = phi.shape[0]
+    n = size.bit_length() - 1
+    if size < 2 or 2**n != size or n > MAX_ENUMERATE:
+        raise ValueError(f"features must have 2**n rows (n <= {MAX_ENUMERATE}), got {size}")
+    _, _, alpha = _check_problem(n, [0], alpha)
+    if alpha >= 1.0:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+    min_order = _validate.integer("min_order", min_order, minimum=1)
+    if min_order > n:
+        raise ValueError(f"min_order must be in [1, n] = [1, {n}], got {min_order}")
+    if (isinstance(rcond, bool) or not isinstance(rcond, numbers.Real)
+            or not 0.0 <= float(rcond) < 1.0):
+        raise ValueError(f"rcond must be a number in [0, 1), got {rcond!r}")
+    weight = (1.0 - alpha) / size
+    lam, V = np.linalg.eigh(weight * phi.T @ phi)          # p x p: cheaper than an SVD
+    keep = lam > rcond * max(lam.max(), np.finfo(float).tiny)
+    psi = phi @ (V[:, keep] / np.sqrt(lam[keep]))          # (2^n, r), weight * psi^T psi = I
+    subsets = [J for r in range(min_order, n + 1) for J in itertools.combinations(range(n), r)]
+    masks = np.array([sum(1 << (n - 1 - i) for i in J) for J in subsets], dtype=np.int64)
+    # r_J for every J at once: a fast Walsh-Hadamard transform of the columns of psi (axis i of
+    # the reshaped table is x_i, index 0 <=> -1; afterwards index 1 <=> i in J)
+    table = psi.reshape((2,) * n + (psi.shape[1],))
+    for axis in range(n):
+        lo, hi = np.take(table, 0, axis=axis), np.take(table, 1, axis=axis)
+        table = np.stack([hi + lo, hi - lo], axis=axis)
+    R = weight * table.reshape(size, -1)[masks].T          # (r, S)
+    Uj = psi[masks]                                        # x^J: +1 exactly on J
+    ur = np.einsum("sr,rs->s", Uj, R)
+    edges = 0.5 * (np.sum(R**2, axis=0) - alpha * ur**2 / (1.0 + alpha * np.sum(Uj**2, axis=1)))
+    return edges, subsets
 
 
 # ----------------------------------------------------------------------------- models

@@ -23,21 +23,22 @@ def _identity_sigma(n, k, alpha):
     return 0.5 - 0.5 * c @ c
 
 
-def _unbiased_model(phi):
-    def f(theta, x):
-        lin = jnp.dot(theta, phi(x))
-        return lin + jnp.sum(theta**2) * lin          # second-order term: flat at 0
-    return f
+def _gated_pairs(theta, x):
+    # explicit double loop over the pairs i < j (not the closed form of the chapter's solution)
+    n = theta.shape[0]
+    pairs = sum(theta[i] * theta[j] * x[i] * x[j] for i in range(n) for j in range(i + 1, n))
+    return jnp.dot(theta, x) + 2.0 * pairs
 
 
 CORRECT = {"parity/best-linear-loss": _best_linear_loss,
-           "parity/unbiased-model": _unbiased_model}
+           "parity/beyond-kernel": _gated_pairs}
 WRONG = {
     "parity/best-linear-loss": [_identity_sigma, lambda n, k, a: 0.5 - a / 2],
-    "parity/unbiased-model": [
-        lambda phi: (lambda theta, x: jnp.dot(theta, phi(x))),          # linear: no feature
-        lambda phi: (lambda theta, x: 1.0 + jnp.dot(theta, phi(x)) ** 2),  # biased
-        lambda phi: (lambda theta, x: jnp.dot(theta, phi(x)) + jnp.sum(theta)),  # wrong grad
+    "parity/beyond-kernel": [
+        lambda theta, x: jnp.dot(theta, x),                                # the kernel itself
+        lambda theta, x: jnp.dot(theta, x) + jnp.tanh(jnp.dot(theta, x)) ** 3,  # monotone link
+        lambda theta, x: 1.0 + jnp.dot(theta, x) ** 2,                     # biased
+        lambda theta, x: jnp.dot(theta, x) + jnp.sum(theta),               # wrong gradient
     ],
 }
 

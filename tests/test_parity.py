@@ -200,3 +200,34 @@ def test_bad_enumeration_and_atoms():
 def test_bad_input_is_a_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("n,alpha,p", [(4, 0.3, 5), (6, 0.05, 12), (5, 0.0, 3)])
+def test_leaky_kernel_edges_match_least_squares_per_problem(n, alpha, p):
+    """Every edge of the vectorized Sherman-Morrison formula against weighted least squares on
+    the enumerated leaky distribution of that subset (and the subset list against the
+    definition of P^lp: all J with |J| >= 2)."""
+    rng = np.random.default_rng(n)
+    W, b = rng.normal(size=(n, p)), rng.normal(size=p)
+    x = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
+    edges, subsets = P.leaky_kernel_edges(np.maximum(x @ W + b, 0.0), alpha)
+    assert len(subsets) == 2**n - n - 1
+    for J, e in zip(subsets, edges, strict=True):
+        loss, _ = P.best_feature_loss(lambda z: np.maximum(np.asarray(z) @ W + b, 0.0),
+                                      P.parity_atoms(n, list(J), alpha, kind="leaky"))
+        assert e == pytest.approx(0.5 - loss, abs=1e-12)
+
+
+def test_leaky_kernel_edges_memorization_and_errors():
+    """Indicator features of p points not containing x^J give edge (1 - alpha) p / 2^(n+1)."""
+    n, alpha = 4, 0.25
+    phi = np.zeros((16, 3))
+    phi[[0, 1, 2], [0, 1, 2]] = 1.0            # points (-1,-1,-1,-1), ..., none is an x^J
+    edges, _ = P.leaky_kernel_edges(phi, alpha)
+    np.testing.assert_allclose(edges, (1 - alpha) * 3 / 2 ** (n + 1), atol=1e-15)
+    with pytest.raises(ValueError, match="features"):
+        P.leaky_kernel_edges(np.ones((15, 2)), 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        P.leaky_kernel_edges(np.ones((16, 2)), 1.0)
+    with pytest.raises(ValueError, match="min_order"):
+        P.leaky_kernel_edges(np.ones((16, 2)), 0.1, min_order=5)

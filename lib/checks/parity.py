@@ -40,34 +40,58 @@ def _best_linear_loss(answer, key):
                           "it should be between 1/2 - alpha/2 and 1/2 (check c and Sigma)")
 
 
-@register("parity/unbiased-model")
-def _unbiased_model(answer, key):
-    """``answer(phi)`` returns ``f(theta, x)``: f(0, x) = 0, grad f(0, x) = phi(x), nonlinear."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    n, p = 4, 3
-    W = jax.random.normal(k1, (p, n))
+@register("parity/beyond-kernel")
+def _beyond_kernel(answer, key):
+    """``answer(theta, x)``: f(0, x) = 0, grad f(0, x) = x, and one exact gradient step from 0 on
+    a biased 2-parity beats the best linear predictor (the tangent kernel) by a clear margin."""
+    if not callable(answer):
+        raise CheckFailed("pass the model itself: a function f(theta, x)")
+    i, j = (int(v) for v in jax.random.choice(key, 4, (2,), replace=False))
+    cases = [(4, sorted([i, j]), 0.5), (6, [2, 5], 0.3)]
+    etas = jnp.logspace(-2, 2, 41)
 
-    def phi(x):
-        return jnp.tanh(W @ x)
+    def outputs(theta, x):
+        return jax.vmap(answer, in_axes=(None, 0))(theta, x)
 
-    x = jnp.sign(jax.random.normal(k2, (6, n)))
-    f = answer(phi)
-    if not callable(f):
-        raise CheckFailed("return a function f(theta, x)")
-    zero = jnp.zeros(p)
-    f0 = np.array([float(f(zero, xi)) for xi in x])
-    if not np.allclose(f0, 0.0, atol=1e-12):
-        raise CheckFailed("f(0, x) should be 0 at every x (unbiased), got up to "
-                          f"{abs(f0).max():.3g}")
-    grads = np.stack([np.asarray(jax.grad(f)(zero, xi)) for xi in x])
-    want = np.stack([np.asarray(phi(xi)) for xi in x])
-    if grads.shape != want.shape:
-        raise CheckFailed(f"the gradient in theta has shape {grads.shape[1:]}, expected ({p},)")
-    if not np.allclose(grads, want, atol=1e-9):
-        raise CheckFailed("the gradient at theta = 0 should be phi(x): make every extra term "
-                          "flat (zero value and slope) at theta = 0")
-    theta = jax.random.normal(k3, (p,))
-    gap = max(abs(float(f(theta, xi)) - float(theta @ phi(xi))) for xi in x)
-    if gap < 1e-8:
-        raise CheckFailed("your model equals its linearization <theta, phi(x)>: it is a kernel "
-                          "model; add a term that vanishes to second order at 0")
+    @jax.jit
+    def analysis(x, y, prob):
+        """Value and gradient at 0, and the loss after one exact step of each size (one compile
+        per shape: eager calls would compile every operation separately)."""
+        zero = jnp.zeros(x.shape[1])
+
+        def loss(theta):
+            return 0.5 * jnp.sum(prob * (outputs(theta, x) - y) ** 2)
+
+        g = jax.grad(loss)(zero)
+        return (outputs(zero, x), jax.vmap(jax.grad(answer), in_axes=(None, 0))(zero, x),
+                jax.vmap(lambda eta: loss(-eta * g))(etas), g)
+
+    for n, subset, alpha in cases:
+        x, y, prob = parity.parity_atoms(n, subset, alpha)
+        try:
+            out, grads, step_losses, g = analysis(x, y, prob)
+        except NotImplementedError:
+            raise
+        except Exception as err:  # noqa: BLE001 - any failure of the student's code
+            raise CheckFailed(f"f(theta, x) must take theta of shape ({n},) and one input x of "
+                              f"shape ({n},) and return a scalar: {err}") from err
+        if not np.allclose(np.asarray(out), 0.0, atol=1e-12):
+            raise CheckFailed("f(0, x) should be 0 at every x (an unbiased initialization)")
+        if not np.allclose(np.asarray(grads), np.asarray(x), atol=1e-9):
+            raise CheckFailed("the gradient at theta = 0 should be x: make every extra term flat "
+                              "(zero value and slope) at theta = 0")
+        best = float(jnp.min(step_losses))
+        linear = parity.bsp_best_linear_loss(n, subset, alpha)
+        if not np.isfinite(best) or (0.5 - best) < 1.5 * (0.5 - linear):
+            theta = -etas[20] * g
+            rows = jax.vmap(jax.grad(answer), in_axes=(None, 0))(theta, x)
+            xs = np.asarray(x)
+            cos = np.sum(np.asarray(rows) * xs, 1) / (
+                np.linalg.norm(np.asarray(rows), axis=1) * np.sqrt(n) + 1e-300)
+            hint = (" Every gradient of your model is a multiple of x: it is a link of the linear "
+                    "predictor <theta, x>, add a term that multiplies parameters."
+                    if np.all(np.abs(np.abs(cos) - 1) < 1e-9) else "")
+            raise CheckFailed(f"on the biased parity (n, I, alpha) = ({n}, {subset}, {alpha}) "
+                              f"one step reaches edge {0.5 - best:.4f}, the best linear "
+                              f"predictor {0.5 - linear:.4f}: not clearly beyond the kernel "
+                              f"(need 1.5 times).{hint}")
