@@ -21,7 +21,7 @@ If the flow reaches zero loss, its limit is therefore the solution of the convex
     \min_\beta Q^D_\alpha(\beta) = \alpha^D \sum_i q_D(\beta_i / \alpha^D)
     \quad\text{s.t.}\quad X\beta = y, \qquad q_D(u) = \int_0^u h_D^{-1}(v)\,dv
 
-(Woodworth et al. 2020, Theorem 1 for :math:`D = 2`, Theorem 3 for :math:`D \ge 3`), whose
+(Woodworth et al. 2020, Sec. 4 for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`), whose
 dual is the smooth, strictly convex, unconstrained problem
 
 .. math::
@@ -113,7 +113,7 @@ def h_D(z, depth=2):
     .. math::
         h_2(z) = 2\sinh z, \qquad h_D(z) = (1-z)^{-D/(D-2)} - (1+z)^{-D/(D-2)}\ (D \ge 3)
 
-    (Woodworth et al. 2020, Theorem 1 and Theorem 3). It is odd and increasing, with
+    (Woodworth et al. 2020, Sec. 4 and 5). It is odd and increasing, with
     :math:`h_2'(0) = 2` and :math:`h_D'(0) = 2D/(D-2)` for :math:`D \ge 3`; near 0 the
     :math:`D \ge 3` form is evaluated by its Taylor series (no cancellation).
 
@@ -163,7 +163,7 @@ def H_D(z, depth=2):
     series avoids cancellation; for :math:`D \ge 3`, :math:`H_D \to \infty` as :math:`|z| \to 1`
     (a barrier: the dual domain is :math:`\|X^\top \nu\|_\infty < 1`).
 
-    Source: Woodworth et al. 2020, Theorem 1 (:math:`D = 2`) and Theorem 3 (:math:`D \ge 3`),
+    Source: Woodworth et al. 2020, Sec. 4 (:math:`D = 2`) and Sec. 5 (:math:`D \ge 3`),
     through the dual of their regularizer; the same dual, with :math:`\alpha^D` replaced by
     :math:`\mu` and :math:`X` by :math:`\mathrm{diag}(y) X`, gives the margin problem of
     Moroshko et al. 2020 (see :func:`margin_limit`).
@@ -257,7 +257,7 @@ def h_D_inverse(u, depth=2):
     and is computed to machine precision by safeguarded Newton iterations (in :math:`\log(1-|z|)`
     when :math:`|z| > 1/2`). Use ``_gap_of`` when :math:`1 - |z|` itself is needed to full
     relative precision. It is the mirror map of the implicit bias (Woodworth et al. 2020,
-    Theorem 1 and Theorem 3): :math:`h_D^{-1}(\beta/\alpha^D) \in \operatorname{range}(X^\top)`
+    Sec. 4 and 5): :math:`h_D^{-1}(\beta/\alpha^D) \in \operatorname{range}(X^\top)`
     at the limit of the flow.
 
     Args:
@@ -297,10 +297,13 @@ def q_D(u, depth=2):
         q_2(u) = 2 - \sqrt{4 + u^2} + u \operatorname{arcsinh}(u/2), \qquad
         q_D(u) = u z - H_D(z),\ z = h_D^{-1}(u)\ (D \ge 3)
 
-    (Woodworth et al. 2020, Theorem 1 and Theorem 3; the second form is the Legendre transform
+    (Woodworth et al. 2020, Sec. 4 and 5; the second form is the Legendre transform
     of :math:`H_D`). It is even, convex, :math:`q_D(u) \approx u^2 / (2 h_D'(0))` for small
-    :math:`u` and :math:`q_D(u) \approx |u|` up to lower-order terms for large :math:`|u|`: the
-    :math:`\ell_2` and :math:`\ell_1` behaviours.
+    :math:`u`. For large :math:`|u|` the two cases differ: :math:`q_2(u) = |u|(\log|u| - 1) +
+    O(\log|u|/|u|)` grows faster than :math:`|u|` by a log factor, while for :math:`D \ge 3`,
+    :math:`q_D(u) = |u| - \tfrac D2 |u|^{2/D} + O(1)` (because :math:`h_D^{-1}(u) \to 1`). The
+    quadratic zone is the :math:`\ell_2` behaviour, the large-:math:`|u|` zone the
+    :math:`\ell_1` one.
 
     Args:
         u: real array of any shape (int or float, cast to float64); every finite value is in
@@ -362,10 +365,14 @@ def Q(beta, alpha, depth=2):
     r"""The implicit regularizer :math:`Q^D_\alpha(\beta) = \alpha^D \sum_i q_D(\beta_i/\alpha^D)`.
 
     Gradient flow on the depth-:math:`D` diagonal network from scale :math:`\alpha` converges to
-    :math:`\arg\min Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020, Theorems 1
-    and 3). :math:`Q^D_\alpha(\beta) / (\alpha^D \log(1/\alpha^D)) \to \|\beta\|_1` (up to the
-    normalisation) as :math:`\alpha \to 0` and :math:`Q^D_\alpha(\beta)\,\alpha^D \to
-    \|\beta\|_2^2 / (2 h_D'(0))` as :math:`\alpha \to \infty`.
+    :math:`\arg\min Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020, Sec. 4
+    for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`). The small-scale limit depends on the depth:
+    for :math:`D = 2`, :math:`Q_\alpha(\beta) / \log(1/\alpha^2) \to \|\beta\|_1` as
+    :math:`\alpha \to 0` (a log factor, from :math:`q_2(u) \approx |u|\log|u|`); for
+    :math:`D \ge 3`, :math:`Q^D_\alpha(\beta) \to \|\beta\|_1` itself, with an error
+    :math:`O(\alpha^{D-2})` (from :math:`q_D(u) = |u| - \tfrac D2|u|^{2/D} + O(1)`). As
+    :math:`\alpha \to \infty`, :math:`Q^D_\alpha(\beta)\,\alpha^D \to
+    \|\beta\|_2^2 / (2 h_D'(0))` for every :math:`D`.
 
     Args:
         beta: ``(d,)`` finite float vector.
@@ -403,8 +410,8 @@ def dual_objective(nu, X, y, alpha, depth=2):
     :math:`\beta = \alpha^D h_D(X^\top\nu^*)` (the optimality condition :math:`\nabla\Phi =
     X\beta - y = 0`). For :math:`D \ge 3` it is :math:`+\infty` outside
     :math:`\|X^\top\nu\|_\infty < 1`. Straightforward evaluation, for reading and checking; the
-    solver uses a gap parametrization instead. Source: Woodworth et al. 2020, Theorem 1
-    (:math:`D = 2`) and Theorem 3 (:math:`D \ge 3`), whose limit is the primal
+    solver uses a gap parametrization instead. Source: Woodworth et al. 2020, Sec. 4
+    (:math:`D = 2`) and Sec. 5 (:math:`D \ge 3`), whose limit is the primal
     :math:`\min Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` of this dual.
 
     Args:
@@ -596,7 +603,7 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     r"""The limit :math:`\beta^\infty_{\alpha,D}` of gradient flow on a diagonal linear network.
 
     Solves :math:`\min_\beta Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020,
-    Theorem 1 for :math:`D = 2`, Theorem 3 for :math:`D \ge 3`) by damped Newton's method on
+    Sec. 4 for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`) by damped Newton's method on
     the dual :math:`\Phi(\nu) = \alpha^D\sum_i H_D((X^\top\nu)_i) - y^\top\nu`, returning
     :math:`\beta = \alpha^D h_D(X^\top\nu^*)`. The flow is *not* simulated.
 
@@ -973,7 +980,7 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     until the loss reaches ``target``.
 
     This simulates the model itself, not its limit: it is the reference against which
-    :func:`implicit_bias_limit` is checked (Woodworth et al. 2020, Theorems 1 and 3). Two
+    :func:`implicit_bias_limit` is checked (Woodworth et al. 2020, Sec. 4 and 5). Two
     changes of variables that leave the flow unchanged keep it accurate over the whole range
     of scales: the state is the displacement :math:`\delta = w - \alpha`, with
     :math:`w^D = \alpha^D \exp(D\,\mathrm{log1p}(\delta/\alpha))` (at :math:`\alpha = 10^3`,
@@ -1090,8 +1097,8 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
     r"""Gradient descent :math:`w_{k+1} = w_k - \eta\nabla L(w_k)` on the diagonal network from
     :math:`w_\pm(0) = \alpha\mathbf 1`, through :func:`lib.flows.gradient_descent`.
 
-    With a small step it tracks the flow (whose limit is Woodworth et al. 2020, Theorems 1
-    and 3); with a large one its limit differs from the flow's (the chapter measures how). The
+    With a small step it tracks the flow (whose limit is Woodworth et al. 2020, Sec. 4
+    and 5); with a large one its limit differs from the flow's (the chapter measures how). The
     loss is :func:`square_loss`.
 
     Args:
@@ -1182,7 +1189,7 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     r"""The transition-regime limit of the exponential loss:
     :math:`\arg\min_w Q^D_\mu(w)` s.t. :math:`y_n\langle x_n, w\rangle \ge 1` for all n.
 
-    Moroshko et al. (2020, Theorems 2 and 3; Sec. 4) show that along
+    Moroshko et al. (2020, Sec. 4, main result) show that along
     :math:`\alpha^D / \log(1/\epsilon) \to \mu`, the margin-normalized predictor of the depth-D
     diagonal network tends to this point (when the support vectors are stable);
     :math:`Q^D_\mu(w) = \mu\sum_i q_D(w_i/\mu)` is the regularizer of :func:`Q` with

@@ -31,19 +31,3 @@ def _margin_dual(answer, key):
         if abs(got - want) > 1e-9 * max(1.0, abs(want)):
             raise CheckFailed(f"at mu = {mu} you return {got:.6g}, expected {want:.6g}; "
                               "recall H_2(z) = 2 cosh z - 2 and the minus sum of lam")
-
-
-@register("diagonal_classification/boundary-exponent")
-def _boundary_exponent(answer, key):
-    """``answer(alphas, accuracies)``: least-squares slope of log(accuracy) on log(alpha)."""
-    k1, k2 = jax.random.split(key)
-    alphas = np.geomspace(1.5, 12.0, 6)
-    for true in (2.0, 3.0):
-        noise = 0.05 * np.asarray(jax.random.normal(k1 if true == 2 else k2, (6,)))
-        acc = 7.0 * alphas ** true * np.exp(noise)
-        want = np.polyfit(np.log(alphas), np.log(acc), 1)[0]
-        got = float(answer(alphas, acc))
-        if abs(got - np.polyfit(alphas, acc, 1)[0]) < 1e-6:
-            raise CheckFailed("fit on log-log axes: regress log(accuracy) on log(alpha)")
-        if abs(got - want) > 1e-6:
-            raise CheckFailed(f"you return {got:.4f}, the least-squares slope is {want:.4f}")
