@@ -75,16 +75,8 @@ def real_array(name, x, *, ndim=None, shape=None):
 
 def positive(name, value, *, allow_zero=False):
     """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float."""
-    if isinstance(value, bool | np.bool_) or not isinstance(
-            value, numbers.Real | np.ndarray | jnp.ndarray | np.generic):
-        raise ValueError(f"{name} must be a real number, got {type(value).__name__}")
-    if np.ndim(value) != 0 or np.iscomplexobj(value) or np.asarray(value).dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be a real scalar, got {value!r}")
-    try:
-        v = float(value)
-    except OverflowError as err:
-        raise ValueError(f"{name} is too large: {value!r}") from err
-    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+    v = scalar(name, value)
+    if v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
     return v
@@ -263,3 +255,18 @@ def scalar_model(name, f, params, point_shape, *, params_name="params", x_name="
     if np.dtype(out.dtype).kind not in "iuf":
         raise ValueError(f"{name} must return a real scalar, got dtype {out.dtype}")
     return f
+
+
+def relative_difference(new_name, new, ref_name, ref):
+    """``||new - ref|| / ||ref||`` (Frobenius) in the scaled form ``||new/s - ref/s|| / ||ref/s||``
+    with ``s = max |ref|``, so that no norm or difference overflows or underflows. Raises
+    ``ValueError`` naming the arguments when ``ref`` is zero or ``new / s`` overflows."""
+    s = max_abs(ref)
+    if s == 0:
+        raise ValueError(f"{ref_name} must not be all zero")
+    with np.errstate(over="ignore"):
+        diff = np.asarray(new) / s - np.asarray(ref) / s
+    if not np.all(np.isfinite(diff)):
+        raise ValueError(f"{new_name} is too large relative to {ref_name} (the ratio overflows "
+                         f"float64; max |{ref_name}| = {s:.3e})")
+    return norm(diff) / norm(np.asarray(ref) / s)

@@ -200,15 +200,8 @@ def relative_kernel_change(K0, K1) -> float:
         0.10000000000000009
     """
     K0, K1 = _pair(K0, K1)
-    u0, n0 = _unit_or_zero("K0", K0)
-    s = _validate.max_abs(K0)
-    # ||K1 - K0|| / ||K0|| = ||K1 / s - K0 / s|| / ||K0 / s||: no overflow of the difference
-    with np.errstate(over="ignore"):
-        diff = np.asarray(K1) / s - np.asarray(K0) / s
-    if not np.all(np.isfinite(diff)):
-        raise ValueError(f"K1 is too large relative to K0 (max |K1| / max |K0| overflows "
-                         f"float64; max |K0| = {s:.3e})")
-    return _validate.norm(diff) / _validate.norm(np.asarray(K0) / s)
+    _unit_or_zero("K0", K0)  # names a zero K0 as a matrix
+    return _validate.relative_difference("K1", K1, "K0", K0)
 
 
 def kernel_distance(K0, K1) -> float:

@@ -304,16 +304,7 @@ def relative_movement(params0: PyTree, params: PyTree) -> float:
     flat1, _ = ravel_pytree(params)
     flat0 = _validate.as_array("params0", flat0)
     flat1 = _validate.as_array("params", flat1)
-    s = _validate.max_abs(flat0)
-    if s == 0:
-        raise ValueError("params0 must not be all zero")
-    # scaled form ||p / s - p0 / s|| / ||p0 / s||: no overflow or underflow of the norms
-    with np.errstate(over="ignore"):
-        diff = np.asarray(flat1) / s - np.asarray(flat0) / s
-    if not np.all(np.isfinite(diff)):
-        raise ValueError(f"params is too large relative to params0 (the ratio overflows "
-                         f"float64; max |params0| = {s:.3e})")
-    return _validate.norm(diff) / _validate.norm(np.asarray(flat0) / s)
+    return _validate.relative_difference("params", flat1, "params0", flat0)
 
 
 class Laziness(NamedTuple):
