@@ -45,6 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lib.homework import toc_chapters  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from build_book import kernel_env  # noqa: E402  (kernels log only errors, as in the build)
+
 BUILD = ROOT / "_build"
 RESULTS = ROOT / "results"
 
@@ -149,6 +152,7 @@ def chapters_matching(k: str) -> list[Path]:
 
 
 def run_seeds(args) -> int:
+    os.environ["IPYTHONDIR"] = kernel_env(BUILD)["IPYTHONDIR"]
     chapters = chapters_matching(args.k)
     names = {p.stem for p in chapters}
     by_seed: dict[int, list[dict]] = {}
@@ -221,7 +225,7 @@ def run_full(args) -> int:
                             {"file": "claims"}, {"file": "api"}, {"file": "references"}]}
         toc_path = out / "_toc.yml"
         toc_path.write_text(yaml.safe_dump(toc, sort_keys=False))
-    env = dict(os.environ, KRR_FULL="1", KRR_CLAIMS_DIR=str(out / "claims"))
+    env = dict(kernel_env(BUILD), KRR_FULL="1", KRR_CLAIMS_DIR=str(out / "claims"))
     env.pop("KRR_SEED", None)
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT),
            "--config", str(config_path), "--toc", str(toc_path), "--path-output", str(out),
