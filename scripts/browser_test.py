@@ -208,6 +208,13 @@ KEYBOARD_KNOWN = {
         "executablebooks/sphinx-book-theme#935; pydata/pydata-sphinx-theme#2451"),
 }
 
+# On search.html the page itself is the search form: the header's search buttons move the focus
+# to its field instead of opening the search dialog, a change the state signature does not see
+# (found by the first CI run of this test; to be checked by hand and the probe extended).
+SEARCH_PAGE_KNOWN = (
+    "on the search page the search buttons focus the page's own search field; the state probe "
+    "does not record focus", "course: issue 19 follow-up")
+
 # A signature of everything a toggle can change: compared before and after a key press.
 STATE_PROBE = r"""
 (el) => {
@@ -550,7 +557,11 @@ def keyboard_check(br, url, max_tabs=250):
         now = active_kbd(page)
         if now in {t[0] for t in header} and now not in reached:
             reached.add(now)
-            problems += operate(page, now, KEYBOARD_KNOWN.get(now.split(" #")[0]))
+            name = now.split(" #")[0]
+            known = KEYBOARD_KNOWN.get(name)
+            if known is None and name == "search button" and url.endswith("/search.html"):
+                known = SEARCH_PAGE_KNOWN
+            problems += operate(page, now, known)
         if len(reached) == len(header):
             break
     problems += [f"keyboard: {t[0]} not reached with Tab from the top of the page "
