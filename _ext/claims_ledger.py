@@ -122,7 +122,16 @@ def is_stale(srcdir: Path, meta: dict, chapter: str) -> bool:
     return result.returncode != 0
 
 
+def chapter_run(meta: dict, chapter: str) -> dict:
+    """The paper-size run that recorded ``chapter``: ``results/full/run.json`` keeps one entry
+    per chapter (``make full -k NAME RECORD=1`` re-records a single chapter)."""
+    if "chapters" in meta:
+        return meta["chapters"].get(chapter, {})
+    return meta
+
+
 def _full_cell(srcdir, meta, recs, chapter):
+    meta = chapter_run(meta, chapter)
     if not recs:
         return nodes.paragraph(text="not run" if meta else "no paper-size run recorded")
     rec = recs[-1]

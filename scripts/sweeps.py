@@ -256,14 +256,25 @@ def run_full(args) -> int:
     bad = [r["claim"] for r in records if not r["passed"]]
     if code == 0 and not bad and args.record:
         dest = RESULTS / "full"
-        shutil.rmtree(dest, ignore_errors=True)
-        (dest / "claims").mkdir(parents=True)
+        if not args.k:  # a whole-book run replaces every record; -k replaces its chapters only
+            shutil.rmtree(dest, ignore_errors=True)
+        (dest / "claims").mkdir(parents=True, exist_ok=True)
+        for path in chapters:
+            (dest / "claims" / f"{path.stem}.jsonl").unlink(missing_ok=True)
         for path in sorted((out / "claims").glob("*.jsonl")):
             recs = [r for r in latest_records(out / "claims") if r["chapter"] == path.stem]
             (dest / "claims" / path.name).write_text("".join(json.dumps(r) + "\n" for r in recs))
-        meta = {**git_state(chapters), "date": _now(), "seconds": times,
-                "total_seconds": round(total, 1), "cores": os.cpu_count()}
-        (dest / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
+        run_file = dest / "run.json"
+        runs = json.loads(run_file.read_text()).get("chapters", {}) if run_file.is_file() else {}
+        if not args.k:
+            runs = {}
+        state = git_state(chapters)
+        for path in chapters:  # one entry per chapter: when, at which commit, how long
+            runs[path.stem] = {**state, "date": _now(), "seconds": times.get(path.stem),
+                               "cores": os.cpu_count()}
+        meta = {"chapters": dict(sorted(runs.items())),
+                "whole_build_seconds": None if args.k else round(total, 1)}
+        run_file.write_text(json.dumps(meta, indent=1) + "\n")
         print(f"recorded in {dest.relative_to(ROOT)}")
     if code != 0 or bad:
         print(f"FAILED (build exit {code}; failed claims: {', '.join(bad) or 'none'})")

@@ -91,3 +91,16 @@ def test_load_results_and_seed_cell(tmp_path):
     cell = claims_ledger._seeds_cell(tmp_path, got_meta, by_claim["c/x"], "c", False)
     assert cell.astext() == "2/5"
     assert claims_ledger.load_results(tmp_path, "full") == ({}, {})
+
+
+def test_full_run_is_per_chapter(tmp_path):
+    """``results/full/run.json`` keeps one run per chapter; a chapter re-recorded alone does not
+    make the others' rows stale, and a chapter recorded at an old commit is stale."""
+    head = _repo(tmp_path)
+    meta = {"chapters": {"c": {"commit": head, "dirty": False, "date": "2026-11-30T00:00:00"},
+                         "d": {"commit": "0" * 40, "dirty": False, "date": "2026-11-29T00:00:00"}}}
+    recs = [rec("c/x", 0, True, 1.0)]
+    assert "stale" not in claims_ledger._full_cell(tmp_path, meta, recs, "c").astext()
+    assert "stale" in claims_ledger._full_cell(tmp_path, meta, recs, "d").astext()
+    assert "2026-11-29" in claims_ledger._full_cell(tmp_path, meta, recs, "d").astext()
+    assert claims_ledger._full_cell(tmp_path, meta, [], "e").astext() == "no paper-size run recorded"
