@@ -103,4 +103,5 @@ def test_full_run_is_per_chapter(tmp_path):
     assert "stale" not in claims_ledger._full_cell(tmp_path, meta, recs, "c").astext()
     assert "stale" in claims_ledger._full_cell(tmp_path, meta, recs, "d").astext()
     assert "2026-11-29" in claims_ledger._full_cell(tmp_path, meta, recs, "d").astext()
-    assert claims_ledger._full_cell(tmp_path, meta, [], "e").astext() == "no paper-size run recorded"
+    missing = claims_ledger._full_cell(tmp_path, meta, [], "e").astext()
+    assert missing == "no paper-size run recorded"
