@@ -149,11 +149,12 @@ def _full_cell(srcdir, meta, recs, chapter):
 def _seeds_cell(srcdir, meta, recs, chapter, passed_here):
     """k/n: seed 0 is this build; the other seeds come from the recorded sweep. A seed under
     which the chapter failed before recording the claim counts as not passed."""
+    meta = chapter_run(meta, chapter)
     seeds = [int(s) for s in meta.get("seeds", [])]
-    failed_chapters = {int(s): v for s, v in meta.get("failed_chapters", {}).items()}
+    failed_seeds = {int(s) for s in meta.get("failed_seeds", [])} | {
+        int(s) for s, v in meta.get("failed_chapters", {}).items() if chapter in v}
     passed = {int(r["seed"]) for r in recs if r.get("passed") and "seed" in r}
-    ran = {int(r["seed"]) for r in recs if "seed" in r} | {
-        s for s in seeds if chapter in failed_chapters.get(s, [])}
+    ran = {int(r["seed"]) for r in recs if "seed" in r} | (failed_seeds & set(seeds))
     k = int(bool(passed_here)) + len(passed & set(seeds))
     n = 1 + len(ran & set(seeds))
     para = nodes.paragraph(text=f"{k}/{n}")

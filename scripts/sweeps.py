@@ -183,17 +183,20 @@ def run_seeds(args) -> int:
     print_table(rows, seeds)
     (BUILD / "seeds").mkdir(parents=True, exist_ok=True)
     (BUILD / "seeds" / "summary.json").write_text(json.dumps(rows, indent=1))
-    if args.record:
+    if args.record:  # -k replaces the records of its chapters only
         out = RESULTS / "seeds"
-        shutil.rmtree(out, ignore_errors=True)
-        (out / "claims").mkdir(parents=True)
+        (out / "claims").mkdir(parents=True, exist_ok=True)
+        run_file = out / "run.json"
+        runs = json.loads(run_file.read_text()).get("chapters", {}) if run_file.is_file() else {}
+        state = git_state(chapters)
         for name in sorted(names):
             lines = [json.dumps(r) for s in args.seeds for r in by_seed.get(s, [])
                      if r["chapter"] == name]
             (out / "claims" / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
-        meta = {**git_state(chapters), "date": _now(), "seeds": list(args.seeds),
-                "seconds": times, "failed_chapters": {str(k): v for k, v in failed.items()}}
-        (out / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
+            runs[name] = {**state, "date": _now(), "seeds": list(args.seeds),
+                          "seconds": times.get(name, {}),
+                          "failed_seeds": [s for s in args.seeds if name in failed.get(s, [])]}
+        run_file.write_text(json.dumps({"chapters": dict(sorted(runs.items()))}, indent=1) + "\n")
         print(f"recorded in {out.relative_to(ROOT)}")
     print("all claims passed under every seed" if ok else "SOME CLAIMS OR CHAPTERS FAILED")
     return 0 if ok else 1

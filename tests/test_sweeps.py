@@ -105,3 +105,12 @@ def test_full_run_is_per_chapter(tmp_path):
     assert "2026-11-29" in claims_ledger._full_cell(tmp_path, meta, recs, "d").astext()
     missing = claims_ledger._full_cell(tmp_path, meta, [], "e").astext()
     assert missing == "no paper-size run recorded"
+
+
+def test_seed_runs_are_per_chapter(tmp_path):
+    head = _repo(tmp_path)
+    meta = {"chapters": {"c": {"commit": head, "dirty": False, "seeds": [1, 2, 3, 4],
+                               "failed_seeds": [4]}}}
+    recs = [rec("c/x", 1, True, 1.0), rec("c/x", 2, True, 1.0), rec("c/x", 3, False, 9.0)]
+    assert claims_ledger._seeds_cell(tmp_path, meta, recs, "c", True).astext() == "3/5"
+    assert claims_ledger._seeds_cell(tmp_path, meta, [], "d", True).astext() == "1/1"
