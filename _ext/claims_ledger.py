@@ -331,14 +331,16 @@ def fill(app, doctree, fromdoc):
                                     _inline(e["source"]), where]))
         total = dict(counts, **{"not covered": counts["not covered"] + len(extra_rows)})
         text = "This build: " + ", ".join(f"{n} {s}" for s, n in total.items()) + "."
-        if full_meta:
-            text += (f" Paper size: run of {full_meta.get('date', '?')[:10]} at commit "
-                     f"{str(full_meta.get('commit') or '?')[:7]}.")
-        if seeds_meta:
-            others = ", ".join(map(str, seeds_meta.get("seeds", [])))
-            commit = str(seeds_meta.get("commit") or "?")[:7]
-            text += (f" Seeds: 0 (this build) and {others} (run of "
-                     f"{seeds_meta.get('date', '?')[:10]} at commit {commit}).")
+        for label, meta in (("Paper size", full_meta), ("Seeds", seeds_meta)):
+            runs = list(meta.get("chapters", {}).values()) or ([meta] if meta else [])
+            if not runs:
+                continue
+            dates = sorted(r.get("date", "?")[:10] for r in runs)
+            span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+            seeds = sorted({int(s) for r in runs for s in r.get("seeds", [])})
+            which = f" {', '.join(map(str, seeds))} besides 0 (this build)," if seeds else ""
+            text += (f" {label}:{which} runs of {span}, {len(runs)} chapter"
+                     f"{'s' if len(runs) != 1 else ''}.")
         summary = nodes.paragraph(text=text)
         if rows or extra_rows:
             node.replace_self([summary, _table(rows + extra_rows)])
