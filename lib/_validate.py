@@ -95,6 +95,14 @@ def integer(name, value, *, minimum=None):
     return v
 
 
+def nonempty(name, X):
+    """Refuse a 2-D array with no row or no column (before numpy or a solver fails on it)."""
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one row and one column, got shape "
+                         f"{tuple(X.shape)}")
+    return X
+
+
 def labels(name, y, n):
     """Check a label vector of length ``n`` with entries in {-1, +1}; return it as float64."""
     arr = as_array(name, y, shape=(n,))

@@ -1234,7 +1234,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
 
     Raises:
-        ValueError: labels outside {-1, +1}, ``mu`` or ``tol`` not a finite number > 0,
+        ValueError: ``X`` empty (no row or column), labels outside {-1, +1}, ``mu`` or
+            ``tol`` not a finite number > 0,
             ``max_iter`` not an integer >= 1, ``return_dual`` not a bool, bad shapes, data
             not linearly separable through the origin (checked with
             :func:`lib.convex.max_margin` when no KKT point is found: a KKT point itself
@@ -1252,7 +1253,7 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     from . import convex
 
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     mu = _validate.positive("mu", mu)
     _validate.positive("tol", tol)
@@ -1460,8 +1461,9 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         An :class:`ExponentialRun`.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array; ``y`` not in {-1, +1}^N; ``alpha``
-            not finite and > 0; ``depth`` not an integer >= 2; ``accuracies`` not a
+        ValueError: ``X`` not a finite real 2-D array with at least one row and column;
+            ``y`` not in {-1, +1}^N; ``alpha`` not finite and > 0; ``depth`` not an integer
+            >= 2; ``accuracies`` not a
             non-empty 1-D array of finite real numbers (bools, strings, None and complex are
             refused), increasing and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1;
             ``max_steps`` not an integer >= 1; a curvature bound that overflows (``X`` or
@@ -1477,7 +1479,7 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         True
     """
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     alphas = _check_alpha(alpha)
     scalar = alphas.ndim == 0

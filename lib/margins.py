@@ -119,7 +119,8 @@ def f1_path_norm(params, output_scale: float = 1.0):
 
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
-            ``(m, d)``; ``output_scale`` not a finite real number > 0; a path norm beyond
+            ``(m, d)`` with m, d >= 1; ``output_scale`` not a finite real number > 0; a path
+            norm beyond
             float64's range (computed in scaled form, so large entries are fine otherwise).
 
     Example:
@@ -165,7 +166,8 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
 
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
-            ``(m, d)``; ``X`` not a finite real ``(n, d)`` array; ``y`` not in {-1, +1}^n;
+            ``(m, d)`` with m, d >= 1; ``X`` not a finite real ``(n, d)`` array with n >= 1;
+            ``y`` not in {-1, +1}^n;
             ``output_scale`` not a finite real number > 0; a network with path norm 0.
             Computed on rescaled parameters and inputs, so entries near 1e+-300 are fine.
 
@@ -175,7 +177,7 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
         2.0
     """
     a, B = _check_params(params)
-    X = _validate.as_array("X", X, shape=(None, B.shape[1]))
+    X = _validate.nonempty("X", _validate.as_array("X", X, shape=(None, B.shape[1])))
     y = _validate.labels("y", y, X.shape[0])
     output_scale = _validate.positive("output_scale", output_scale)
     # invariant to rescaling a, B (and output_scale) separately: compute on a / max|a|,
@@ -303,8 +305,9 @@ def simplex_max_margin(X, y):
         ``(a, gamma)``: the ``(d,)`` maximizer on the simplex and the margin ``gamma``.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not in {-1, +1}^n.
-            (Solved on ``X / max|X|``, so entries of any magnitude are fine.)
+        ValueError: ``X`` not a finite real 2-D array with at least one row and column, or
+            all zero; ``y`` not in {-1, +1}^n. (Solved on ``X / max|X|``, so entries of any
+            magnitude are fine.)
         RuntimeError: the solver stopped without reaching optimality, or its answer does not
             verify to 1e-7 relative to ``max |X|`` (simplex feasibility, margin of ``a``,
             duality gap with the constraints' multipliers); the message gives the numbers.
@@ -315,7 +318,7 @@ def simplex_max_margin(X, y):
         >>> [round(v, 6) for v in a.tolist()], round(gamma, 6)
         ([0.5, 0.5], 0.5)
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     Z = np.asarray(y)[:, None] * np.asarray(X)
     # the margin is linear in X: solve on Z / max|Z| (the solver's tolerances are relative)
@@ -381,7 +384,7 @@ def dictionary_f1_max_margin(X, y, directions):
         >>> [round(v, 6) for v in r.tolist()], round(gamma, 6)
         ([0.5, -0.5], 0.5)
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     theta = _validate.as_array("directions", directions, shape=(None, X.shape[1]))
     norms = jnp.linalg.norm(theta, axis=1, keepdims=True)
@@ -483,7 +486,7 @@ def neuron_positions(params, scale: float = 1.0):
 
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
-            ``(m, d)``; ``scale`` not a finite real number > 0.
+            ``(m, d)`` with m, d >= 1; ``scale`` not a finite real number > 0.
 
     Example:
         >>> pos, sgn = neuron_positions({"a": jnp.array([-2.0]), "B": jnp.array([[0.0, 1.0]])})
@@ -520,4 +523,7 @@ def _check_params(params):
         raise ValueError("params must be a dict {'a': (m,), 'B': (m, d)}")
     a = _validate.as_array("params['a']", params["a"], ndim=1)
     B = _validate.as_array("params['B']", params["B"], shape=(a.shape[0], None))
+    if a.shape[0] < 1 or B.shape[1] < 1:
+        raise ValueError(f"params must have m >= 1 units and d >= 1 inputs, got params['B'] "
+                         f"of shape {B.shape}")
     return a, B

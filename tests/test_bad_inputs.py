@@ -500,3 +500,16 @@ def test_margin_limit_converges_at_depth_three():
     # KKT checked here independently: primal feasibility and complementary slackness
     assert margin.min() >= 1 - 1e-8
     assert np.max(np.abs(np.minimum(np.asarray(lam), margin - 1))) <= 1e-8
+
+
+def test_empty_inputs_are_refused_by_name():
+    E2, E0 = np.zeros((0, 2)), np.zeros(0)
+    p1 = {"a": np.ones(1), "B": np.ones((1, 2))}
+    for f in (lambda: margins.f1_normalized_margin(p1, E2, E0),
+              lambda: margins.simplex_max_margin(E2, E0),
+              lambda: diagonal.margin_limit(E2, E0, 1.0),
+              lambda: diagonal.exponential_loss_path(E2, E0, 1.0)):
+        with pytest.raises(ValueError, match="^X must have at least one row and one column"):
+            f()
+    with pytest.raises(ValueError, match="params must have m >= 1 units"):
+        margins.f1_path_norm({"a": E0, "B": E2})
