@@ -30,15 +30,17 @@ bench: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/benchmark.py
 
 # Every chapter under other seeds (KRR_SEED), default size: per-claim table of seeds passed and
-# value ranges. SEEDS="1 2 3 4" by default; RECORD=1 stores the records in results/seeds/.
+# value ranges. SEEDS="1 2 3 4" by default; RECORD=1 stores the records in results/seeds/;
+# CHAPTER=name runs (and records) only the chapters whose file name contains it.
 SEEDS ?= 1 2 3 4
 seeds: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py seeds --seeds $(SEEDS) $(if $(filter 1,$(RECORD)),--record)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py seeds --seeds $(SEEDS) $(if $(CHAPTER),-k $(CHAPTER)) $(if $(filter 1,$(RECORD)),--record)
 
 # The whole book at the papers' size (KRR_FULL=1) into _build/full/html, its claims into
-# _build/full/claims, with each chapter's time; RECORD=1 stores the records in results/full/.
+# _build/full/claims, with each chapter's time; RECORD=1 stores the records in results/full/;
+# CHAPTER=name builds (and records) only the chapters whose file name contains it.
 full: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py full $(if $(filter 1,$(RECORD)),--record)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py full $(if $(CHAPTER),-k $(CHAPTER)) $(if $(filter 1,$(RECORD)),--record)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check lib tests scripts _ext
