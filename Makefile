@@ -62,7 +62,8 @@ grade: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/grade.py $(SUBMISSIONS) --out $(GRADES) $(if $(CHAPTER),--chapter $(CHAPTER))
 # Headless Chromium (Playwright driving the Debian `chromium`, offline) over every built page: math,
 # images, console errors, exercises, downloads, dark mode, axe-core audit, keyboard; screenshots
-# in _build/screenshots. Needs `make book` first and the `chromium` package (no `playwright install`).
+# in _build/screenshots; a chapter figure whose alternative text is empty or its file name fails
+# it (--strict-alt, issue 19). Needs `make book` first and the `chromium` package (no `playwright install`).
 .PHONY: browser-test
 browser-test: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/browser_test.py
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/browser_test.py --strict-alt

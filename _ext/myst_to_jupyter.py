@@ -15,8 +15,10 @@ Jupyter and Colab render ``$...$`` and ``$$...$$`` with MathJax but know nothing
   ``{solution}`` a heading "Solution to Exercise n"; their end markers are dropped;
 * ``{cite}`` / ``{cite:p}`` become "(Author et al., 2020)", ``{cite:t}`` "Author et al.
   (2020)", and a last cell lists the references cited;
-* ``{eq}`` becomes "(n)", ``{prf:ref}`` "Theorem n", ``{ref}``/``{numref}`` their text or
-  label, ``{py:func}`` and other code roles inline code, any other role its text;
+* ``{eq}`` becomes "(n)", ``{prf:ref}`` "Theorem n", ``{numref}`` of a figure "Figure n" (a
+  figure is the code cell whose ``mystnb.figure.name`` metadata names it, numbered in order),
+  ``{ref}``/``{numref}`` otherwise their text or label, ``{py:func}`` and other code roles
+  inline code, any other role its text;
 * target lines ``(label)=`` and MyST comments ``% ...`` are dropped; any other directive keeps
   its body in a quoted block headed by its name.
 
@@ -304,6 +306,10 @@ def convert_notebook(nb, *, bib: dict | None = None, chapter: str | int | None =
     numbers = Numbers(chapter)
     md = [c for c in nb.cells if c.cell_type == "markdown"]
     _scan_numbers([c.source for c in md], numbers)
+    for cell in nb.cells:  # figures: the MyST-NB metadata of the cell that draws each one
+        figure = ((cell.metadata.get("mystnb") or {}).get("figure") or {})
+        if cell.cell_type == "code" and isinstance(figure, dict) and figure.get("name"):
+            numbers.add("figure", str(figure["name"]))
     cited: list[str] = []
     for cell in md:
         cell.source = "\n".join(_convert_lines(cell.source.split("\n"), numbers, bib,

@@ -95,6 +95,14 @@ def integer(name, value, *, minimum=None):
     return v
 
 
+def nonempty(name, X):
+    """Refuse a 2-D array with no row or no column (before numpy or a solver fails on it)."""
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one row and one column, got shape "
+                         f"{tuple(X.shape)}")
+    return X
+
+
 def labels(name, y, n):
     """Check a label vector of length ``n`` with entries in {-1, +1}; return it as float64."""
     arr = as_array(name, y, shape=(n,))
@@ -134,10 +142,18 @@ def scalar(name, value, *, minimum=None, maximum=None, allow_min=True, allow_max
     return v
 
 
-def function(name, f, signature="f(params, x)"):
-    """Check that ``f`` is callable."""
+def function(name, f, signature="f(params, x)", *, hashable=False):
+    """Check that ``f`` is callable (and, with ``hashable``, hashable: it is then a static
+    argument of ``jax.jit``, and an unhashable callable object would fail deep inside JAX)."""
     if not callable(f):
         raise ValueError(f"{name} must be a callable {signature}, got {type(f).__name__}")
+    if hashable:
+        try:
+            hash(f)
+        except TypeError as err:
+            raise ValueError(f"{name} must be hashable (it is a static argument of jax.jit), "
+                             f"got an unhashable {type(f).__name__}; wrap it in a function, "
+                             f"e.g. lambda params, x: {name}(params, x)") from err
     return f
 
 
@@ -151,7 +167,7 @@ def size(name, value, *, minimum=1, maximum=MAX_ELEMENTS):
     refuses sizes that would not fit in memory (e.g. ``10**30``) before anything is allocated."""
     v = integer(name, value, minimum=minimum)
     if maximum is not None and v > maximum:
-        raise ValueError(f"{name} = {v:.3g} is too large (at most {maximum:.3g}): the arrays "
+        raise ValueError(f"{name} = {v} is too large (at most {maximum}): the arrays "
                          "would not fit in memory")
     return v
 
@@ -204,6 +220,41 @@ def real_tree(name, tree, *, finite=True):
     return out
 
 
+def pow2_scale(x):
+    """The power of two ``s`` with ``max |x| / s`` in ``[0.5, 1)`` (1.0 for a zero array).
+
+    Dividing by ``s`` is exact (no rounding), so results computed on ``x / s`` and multiplied
+    back are bit-for-bit those computed on ``x`` whenever the latter neither overflows nor
+    underflows; use it in numpy before a JAX call (XLA on CPU flushes subnormal numbers to 0).
+    """
+    m = max_abs(x)
+    if m == 0.0 or not np.isfinite(m):
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(m)[1])))
+
+
+SAFE_SCALES = (1e-290, 1e290)
+"""Scales ``s`` for which ``x / s`` inside JAX is exact to rounding: XLA on CPU may divide as
+``x * (1 / s)`` and flushes subnormal numbers to zero, so outside this range (``1 / s`` or
+``s`` subnormal) a JAX division returns zeros or NaN."""
+
+
+def safe_scale(s):
+    """True when every entry of ``s`` is 0 or within :data:`SAFE_SCALES`."""
+    a = np.abs(np.asarray(s, dtype=np.float64))
+    return bool(np.all((a == 0) | ((a >= SAFE_SCALES[0]) & (a <= SAFE_SCALES[1]))))
+
+
+def np_div(x, s):
+    """``x / s`` as a JAX array: computed in JAX as before when ``s`` is a safe scale (so
+    results in the ordinary range are bit-for-bit unchanged), else in numpy (XLA on CPU
+    flushes subnormal operands and results to zero, so scaling a tiny array, or dividing by
+    a huge scale, inside JAX returns zeros)."""
+    if safe_scale(s):
+        return jnp.asarray(x, dtype=jnp.float64) / s
+    return jnp.asarray(np.asarray(x, dtype=np.float64) / s)
+
+
 def max_abs(x):
     """Largest absolute entry of a concrete array (a Python float, 0.0 for an empty array)."""
     a = np.abs(np.asarray(x, dtype=np.float64))
@@ -252,8 +303,10 @@ def scalar_model(name, f, params, point_shape, *, params_name="params", x_name="
         raise ValueError(f"{name} must return a scalar for one input x of shape "
                          f"{tuple(point_shape)}, got output shape {got}; a vector-output model "
                          "is not supported here")
-    if np.dtype(out.dtype).kind not in "iuf":
-        raise ValueError(f"{name} must return a real scalar, got dtype {out.dtype}")
+    if np.dtype(out.dtype).kind != "f":
+        raise ValueError(f"{name} must return a real floating-point scalar, got dtype "
+                         f"{out.dtype} (gradients need a float output; an integer-valued "
+                         "model has no tangent kernel)")
     return f
 
 

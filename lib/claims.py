@@ -113,7 +113,7 @@ def _all_finite(v):
 
 
 def record(claim_id: str, *, source: str, statement: str, value, expected=None,
-           tolerance=None, bounds=None, passed=None, size: str = "reduced",
+           tolerance=None, bounds=None, passed=None, size: str | None = None,
            directory: str | os.PathLike | None = None, raise_on_failure: bool = True) -> dict:
     r"""Check a claim, record it for the ledger, and raise if the check failed.
 
@@ -138,7 +138,11 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         bounds: ``(lo, hi)``, either may be ``None`` for a one-sided check.
         passed: the verdict, when neither of the other checks applies.
         size: ``"paper"`` if the run is the paper's setting (status *reproduced*), or
-            ``"reduced"`` (status *reduced size*). A failed check has status *failed*.
+            ``"reduced"`` (status *reduced size*). ``None`` (the default) means ``"paper"`` when
+            the chapter runs at the papers' size (``KRR_FULL=1``, :func:`lib.config.full`) and
+            ``"reduced"`` otherwise; a chapter passes ``"reduced"`` for a claim whose paper-size
+            run still differs from the paper's setting (and says why). A failed check has
+            status *failed*.
         directory: where to write; defaults to :func:`claims_dir`.
         raise_on_failure: raise :class:`ClaimFailed` when the check fails (default).
 
@@ -171,6 +175,8 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
     for name, text in (("source", source), ("statement", statement)):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{name} must be a non-empty string")
+    if size is None:
+        size = "paper" if config.full() else "reduced"
     if not isinstance(size, str) or size not in _SIZES:
         raise ValueError(f"size must be 'paper' or 'reduced', got {size!r}")
     kinds = [expected is not None or tolerance is not None, bounds is not None,

@@ -17,6 +17,7 @@ feasibility and duality gap are checked directly; anything else raises.
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -30,13 +31,19 @@ __all__ = ["Certificate", "min_norm_interpolant", "max_margin"]
 # are at most this (the solver's own status aside).
 _VERIFY_TOL = 1e-9
 
+# A p = 2 solution is accepted when its relative residual is at most this many times
+# max(N, d) eps (|X| |beta| / |y| + 1): a backward-stable solve reaches far below it.
+_BACKWARD = 100.0
+
 _TOL = dict(tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e-9,
             max_iter=500)
 
 
 def _check_p(p):
-    if isinstance(p, bool) or p not in (1, 2):
-        raise ValueError(f"p must be 1 or 2, got {p!r}")
+    # only real scalars: 1 + 0j, np.array(1) or "1" compare equal to 1 but are refused
+    if (isinstance(p, bool | np.bool_) or not isinstance(p, numbers.Real)
+            or p not in (1, 2)):
+        raise ValueError(f"p must be 1 or 2 (an int), got {type(p).__name__} {p!r}")
     return int(p)
 
 
@@ -90,8 +97,11 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         (``None`` for ``p = 2`` and for ``y = 0``).
 
     Raises:
-        ValueError: bad shapes, non-finite entries, ``p`` not in {1, 2}, an inconsistent
-            system (no exact interpolant), or an interpolant outside float64's range.
+        ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2, an
+            inconsistent system (no exact interpolant), for ``p = 2`` a near-singular ``X``
+            whose least-squares residual is above rounding level (the interpolant is then
+            ill-determined; the message gives the residual and singular values), or an
+            interpolant outside float64's range.
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
 
     Example:
@@ -115,11 +125,25 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         zero = jnp.zeros(Xn.shape[1])
         return (zero, None) if return_certificate else zero
     if p == 2:
-        beta = np.linalg.lstsq(Xn, yn, rcond=None)[0]
+        beta, _, _, sv = np.linalg.lstsq(Xn, yn, rcond=None)
         resid = np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn)
         if resid > 1e-8:
             raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
                              f"{resid:.3e})")
+        # optimality: lstsq returns the minimum-norm solution of X with its singular values
+        # below eps max(N, d) sigma_max dropped. That is the minimum-norm interpolant of X
+        # only if y has no component along the dropped directions beyond rounding, i.e. if the
+        # residual is at rounding level (backward error); otherwise X is near-singular and the
+        # true interpolant differs from beta by (that component) / (a tiny singular value)
+        rounding = _BACKWARD * max(Xn.shape) * np.finfo(float).eps * (
+            float(sv[0]) * np.linalg.norm(beta) / np.linalg.norm(yn) + 1.0)
+        if resid > rounding:
+            raise ValueError(f"X is near-singular (singular values {float(sv[-1]):.3e} to "
+                             f"{float(sv[0]):.3e} after scaling to max |X| = 1) and y has a "
+                             f"component along its smallest ones: the least-squares residual "
+                             f"{resid:.3e} (relative) is above rounding level {rounding:.1e}, "
+                             f"so X beta = y is inconsistent or its minimum-norm interpolant "
+                             f"is ill-determined")
         # lstsq returns the minimum-norm solution for under-determined systems
         beta = _unscale(beta, cy / cx, X, y)
         return (beta, None) if return_certificate else beta
@@ -186,13 +210,16 @@ def _l1_interpolant(Xn, yn):
 
 def _unscale(beta_scaled, factor, X, y):
     """beta = beta_scaled * factor, refusing a result outside float64's range."""
+    X, y = np.asarray(X), np.asarray(y)
+    cx, cy = _validate.max_abs(X), _validate.max_abs(y)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        beta = beta_scaled * factor
+        beta = beta_scaled * factor if np.isfinite(factor) and factor > 0 else \
+            beta_scaled * cy / cx
         ok = np.all(np.isfinite(beta)) and np.all(np.isfinite(X @ beta))
         fits = ok and np.linalg.norm(X @ beta - y) <= 1e-6 * np.linalg.norm(y)
     if not (ok and fits):
-        raise ValueError(f"the interpolant is outside float64's range (|y| / |X| = {factor:.3g}):"
-                         " rescale X or y")
+        raise ValueError(f"the interpolant is outside float64's range: it scales as max |y| / "
+                         f"max |X| = {cy:.3e} / {cx:.3e}; rescale X or y")
     return jnp.asarray(beta)
 
 
@@ -212,8 +239,9 @@ def max_margin(X, y, p=2):
         ``(d,)`` float64 JAX array ``w``.
 
     Raises:
-        ValueError: bad shapes or labels, ``p`` not in {1, 2}, or data that are not linearly
-            separable (through the origin).
+        ValueError: bad shapes or labels, ``p`` not the int 1 or 2, data that are not
+            linearly separable (through the origin), or a classifier outside float64's range
+            (``max |X|`` so small that ``1 / max |X|`` overflows).
         RuntimeError: the solver stopped without reaching optimality.
 
     Example:
@@ -239,7 +267,9 @@ def max_margin(X, y, p=2):
         raise ValueError("the data (X, y) are not linearly separable through the origin")
     if status != cp.OPTIMAL:
         raise RuntimeError(f"max_margin: solver status {status!r}")
-    w = w.value / cx
+    with np.errstate(over="ignore"):
+        w = w.value / cx
     if not np.all(np.isfinite(w)):
-        raise RuntimeError("max_margin: the solution overflowed (inputs too small to separate)")
+        raise ValueError(f"the max-margin classifier is outside float64's range: its norm "
+                         f"scales as 1 / max |X| and max |X| = {cx:.3e}; rescale X")
     return jnp.asarray(w)

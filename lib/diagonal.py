@@ -307,8 +307,11 @@ def q_D(u, depth=2):
 
     Args:
         u: real array of any shape (int or float, cast to float64); every finite value is in
-            the domain. Only the dtype is checked, not the values: :math:`u = \pm\infty` and
-            NaN give NaN.
+            the domain. Only the dtype is checked, not the values (an element-wise function
+            used inside compiled code; :func:`Q` checks its inputs): :math:`u = \pm\infty`
+            and NaN give NaN, and a value :math:`q_D(u)` above float64's range (e.g.
+            :math:`q_2(u) \approx |u| \log|u|` for :math:`|u| \gtrsim 2.5 \cdot 10^{305}`) gives
+            inf.
         depth: int :math:`D \ge 2` (a Python int or a 0-d integer array).
 
     Returns:
@@ -665,8 +668,12 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
         # (X', y', alpha (cx / cy)^(1/depth)) (Q is homogeneous under these rescalings)
         log_a = np.log(alphas) + (np.log(cx) - np.log(cy)) / depth
         if np.any(np.abs(depth * log_a) > 700):
-            raise ValueError(f"alpha**depth * max|X| / max|y| must stay within float64 range; "
-                             f"got alpha={alpha!r}, max |X| = {cx:.3e}, max |y| = {cy:.3e}")
+            worst = float(np.max(np.abs(depth * log_a)) * np.sign(
+                depth * log_a[np.argmax(np.abs(depth * log_a))]))
+            raise ValueError(f"alpha, X and y are out of range together: the limit depends on "
+                             f"them through alpha**depth * max|X| / max|y| = exp({worst:.0f}), "
+                             f"outside float64's range (exp(+-700)); got alpha={alpha!r}, "
+                             f"max |X| = {cx:.3e}, max |y| = {cy:.3e}: rescale X, y or alpha")
         res = implicit_bias_limit(np.asarray(X) / cx, np.asarray(y) / cy,
                                   np.exp(log_a) if not scalar else float(np.exp(log_a[0])),
                                   depth, tol=tol, max_iter=max_iter, return_info=return_info)
@@ -783,14 +790,15 @@ def init_diagonal(d, alpha):
         (the same array object twice).
 
     Raises:
-        ValueError: ``d`` not an integer ``>= 1``; ``alpha`` not a finite number > 0.
+        ValueError: ``d`` not an integer ``>= 1`` or above ``lib._validate.MAX_ELEMENTS``
+            (would not fit in memory); ``alpha`` not a finite number > 0.
 
     Example:
         >>> params = init_diagonal(3, 0.5)
         >>> params["w_plus"].tolist(), beta_of(params).tolist()
         ([0.5, 0.5, 0.5], [0.0, 0.0, 0.0])
     """
-    d = _validate.integer("d", d, minimum=1)
+    d = _validate.size("d", d, minimum=1)  # refuses sizes that cannot be allocated (10**30)
     alpha = _validate.positive("alpha", alpha)
     w = jnp.full((d,), alpha)
     return {"w_plus": w, "w_minus": w}
@@ -1207,6 +1215,10 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     steps capped at 5 in :math:`A^\top\lambda` (so that small :math:`\mu` is reached in
     :math:`O(\log(1/\mu))` iterations). :math:`\mu h_2` and :math:`\mu H_2` are evaluated as
     :math:`e^{\log\mu \pm z}`: no overflow for :math:`\mu` down to :math:`10^{-300}`.
+    Near the solution the decrease of the dual objective can fall below its rounding level
+    (D >= 3 with small :math:`\mu`, where the curvature is large), so Armijo's test rejects
+    every step; if the first pass stops there, a second pass accepts steps that reduce the
+    KKT residual instead (results that converge in the first pass are unchanged).
 
     Args:
         X: ``(N, d)`` inputs, finite. y: ``(N,)`` labels in {-1, +1}.
@@ -1222,9 +1234,12 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
 
     Raises:
-        ValueError: labels outside {-1, +1}, ``mu <= 0``, bad shapes, data not linearly
-            separable through the origin (checked with :func:`lib.convex.max_margin` when
-            no KKT point is found: a KKT point itself certifies separability).
+        ValueError: ``X`` empty (no row or column), labels outside {-1, +1}, ``mu`` or
+            ``tol`` not a finite number > 0,
+            ``max_iter`` not an integer >= 1, ``return_dual`` not a bool, bad shapes, data
+            not linearly separable through the origin (checked with
+            :func:`lib.convex.max_margin` when no KKT point is found: a KKT point itself
+            certifies separability).
         RuntimeError: no convergence within ``max_iter`` (message gives the KKT residual).
 
     Example:
@@ -1238,11 +1253,12 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     from . import convex
 
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     mu = _validate.positive("mu", mu)
     _validate.positive("tol", tol)
     max_iter = _validate.integer("max_iter", max_iter, minimum=1)
+    return_dual = _validate.boolean("return_dual", return_dual)
     A = np.asarray(y)[:, None] * np.asarray(X)
     log_mu = np.log(mu)
     N = A.shape[0]
@@ -1261,49 +1277,69 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
             return w, weight, np.inf
         return w, s * weight, H / s - float(np.sum(lam))
 
+    def newton(lam, w, weight, f, rounding):
+        it, res = -1, np.inf
+        for it in range(max_iter):  # noqa: B007 (it is reported after the loop)
+            g = A @ w - 1.0
+            res = float(np.max(np.abs(np.minimum(lam, g))))
+            if res <= tol:
+                break
+            eps_k = min(1e-9, res)
+            active = (lam <= eps_k) & (g > 0)
+            free = ~active
+            Hm = (A * weight[None, :]) @ A.T
+            # Newton direction d = mag * dn, with the Hessian normalized by its largest diagonal
+            # entry first (for small mu it is ~ mu: 1 / mu would overflow)
+            hmax = float(np.max(np.diag(Hm)))
+            Hn = Hm / hmax
+            dn = np.zeros(N)
+            if np.any(free):
+                Hf = Hn[np.ix_(free, free)]
+                Hf = Hf + 1e-13 * np.eye(Hf.shape[0])
+                dn[free] = -np.linalg.solve(Hf, g[free])
+            dn[active] = -g[active] / np.maximum(np.diag(Hn)[active], 1e-300)
+            size = float(np.max(np.abs(dn)))
+            if not size > 0 or not np.isfinite(size):
+                break
+            dn = dn / size
+            mag = size / hmax
+            dzv = s * (A.T @ dn)
+            dz = float(np.max(np.abs(dzv)))
+            t = min(mag, cap / dz) if dz > 0 else mag
+            if depth > 2:  # fraction to the boundary |z| = 1: at most halve each gap 1 - |z|
+                gaps = 1.0 - np.abs(s * (A.T @ lam))
+                t = min(t, 0.5 * float(np.min(gaps / np.maximum(np.abs(dzv), 1e-300))))
+            d = dn
+            # rounding level of the dual objective f = H / s - sum(lam): near the solution the
+            # decrease a Newton step brings (~ residual^2 / curvature) falls below it, and Armijo's
+            # test then rejects every step (the run stalled at KKT residuals ~1e-8 for D = 3 and
+            # small mu, where the curvature mu h_D' is large). In a second pass (``rounding``, only
+            # when the first one did not converge, so converged results are unchanged) a step is
+            # accepted there when it reduces the KKT residual instead.
+            noise = 1e2 * np.finfo(float).eps * (abs(f) + float(np.sum(lam)) + 1.0)
+            for _ in range(80):
+                lam_new = np.maximum(lam + t * d, 0.0)
+                w_new, weight_new, f_new = evaluate(lam_new)
+                decrease = float(g @ (lam_new - lam))
+                if np.isfinite(f_new) and f_new <= f + 1e-4 * decrease:
+                    break
+                if (rounding and np.isfinite(f_new) and abs(decrease) < noise
+                        and np.all(np.isfinite(w_new))
+                        and float(np.max(np.abs(np.minimum(lam_new, A @ w_new - 1.0)))) < res):
+                    break
+                t *= 0.5
+            else:
+                break  # no decrease at rounding level: stalled
+            lam, w, weight, f = lam_new, w_new, weight_new, f_new
+        return lam, w, weight, f, it
+
     lam = np.zeros(N)
     w, weight, f = evaluate(lam)
-    res = np.inf
-    for it in range(max_iter):  # noqa: B007 (it is reported after the loop)
-        g = A @ w - 1.0
-        res = float(np.max(np.abs(np.minimum(lam, g))))
-        if res <= tol:
-            break
-        eps_k = min(1e-9, res)
-        active = (lam <= eps_k) & (g > 0)
-        free = ~active
-        Hm = (A * weight[None, :]) @ A.T
-        # Newton direction d = mag * dn, with the Hessian normalized by its largest diagonal
-        # entry first (for small mu it is ~ mu: 1 / mu would overflow)
-        hmax = float(np.max(np.diag(Hm)))
-        Hn = Hm / hmax
-        dn = np.zeros(N)
-        if np.any(free):
-            Hf = Hn[np.ix_(free, free)]
-            Hf = Hf + 1e-13 * np.eye(Hf.shape[0])
-            dn[free] = -np.linalg.solve(Hf, g[free])
-        dn[active] = -g[active] / np.maximum(np.diag(Hn)[active], 1e-300)
-        size = float(np.max(np.abs(dn)))
-        if not size > 0 or not np.isfinite(size):
-            break
-        dn = dn / size
-        mag = size / hmax
-        dzv = s * (A.T @ dn)
-        dz = float(np.max(np.abs(dzv)))
-        t = min(mag, cap / dz) if dz > 0 else mag
-        if depth > 2:  # fraction to the boundary |z| = 1: at most halve each gap 1 - |z|
-            gaps = 1.0 - np.abs(s * (A.T @ lam))
-            t = min(t, 0.5 * float(np.min(gaps / np.maximum(np.abs(dzv), 1e-300))))
-        d = dn
-        for _ in range(80):
-            lam_new = np.maximum(lam + t * d, 0.0)
-            w_new, weight_new, f_new = evaluate(lam_new)
-            if np.isfinite(f_new) and f_new <= f + 1e-4 * float(g @ (lam_new - lam)):
-                break
-            t *= 0.5
-        else:
-            break  # no decrease at rounding level: stalled
-        lam, w, weight, f = lam_new, w_new, weight_new, f_new
+    lam, w, weight, f, it = newton(lam, w, weight, f, False)
+    res = float(np.max(np.abs(np.minimum(lam, A @ w - 1.0))))
+    if not res <= tol * 1e2 or not np.all(np.isfinite(w)):
+        lam, w, weight, f, it2 = newton(lam, w, weight, f, True)
+        it += it2 + 1
     g = A @ w - 1.0
     res = float(np.max(np.abs(np.minimum(lam, g))))
     if not res <= tol * 1e2 or not np.all(np.isfinite(w)):
@@ -1425,10 +1461,13 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         An :class:`ExponentialRun`.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array; ``y`` not in {-1, +1}^N; ``alpha``
-            not finite and > 0; ``depth`` not an integer >= 2; ``accuracies`` not increasing
-            and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1; ``max_steps`` not an
-            integer >= 1; a curvature bound that overflows (``X`` or ``alpha`` too large).
+        ValueError: ``X`` not a finite real 2-D array with at least one row and column;
+            ``y`` not in {-1, +1}^N; ``alpha`` not finite and > 0; ``depth`` not an integer
+            >= 2; ``accuracies`` not a
+            non-empty 1-D array of finite real numbers (bools, strings, None and complex are
+            refused), increasing and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1;
+            ``max_steps`` not an integer >= 1; a curvature bound that overflows (``X`` or
+            ``alpha`` too large).
         RuntimeError: a level was not reached within ``max_steps`` (the message gives the
             loss reached).
 
@@ -1440,12 +1479,13 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         True
     """
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     alphas = _check_alpha(alpha)
     scalar = alphas.ndim == 0
     alphas = np.atleast_1d(alphas)
-    acc = np.asarray(accuracies, dtype=np.float64)
+    # dtype first (strings, None, complex and bools are refused, not coerced), then values
+    acc = np.asarray(_validate.as_array("accuracies", accuracies, ndim=1))
     if acc.ndim != 1 or acc.size == 0 or not np.all(np.isfinite(acc)) or np.any(acc <= 0) \
             or np.any(np.diff(acc) <= 0):
         raise ValueError("accuracies must be a non-empty increasing 1-D array of numbers > 0")

@@ -276,7 +276,7 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
     num_steps = _validate.size("num_steps", num_steps, minimum=0, maximum=2**62)
     if not isinstance(on_divergence, str) or on_divergence not in ("raise", "stop"):
         raise ValueError(f"on_divergence must be 'raise' or 'stop', got {on_divergence!r}")
-    _validate.function("loss", loss, "loss(params) -> scalar")
+    _validate.function("loss", loss, "loss(params) -> scalar", hashable=True)
     normalized = _validate.boolean("normalized", normalized)
     log_domain = _validate.boolean("log_domain", log_domain)
     if progress is not None:
@@ -359,9 +359,17 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
         parts.append(jax.tree_util.tree_map(
             lambda x: jnp.broadcast_to(x, (rest, *x.shape)), state))
     if on_divergence == "raise" and bool(jnp.any(state.bad)):
+        if batched:  # name the diverged runs, each with its own step count and step size
+            bad = np.flatnonzero(np.asarray(state.bad))
+            at = np.asarray(state.step)[bad].tolist()
+            etas = np.asarray(eta)[bad].tolist()
+            raise DivergenceError(
+                f"runs {bad.tolist()} diverged: the loss became non-finite after {at} steps "
+                f"respectively (step sizes {etas}); reduce their step_size or pass "
+                "on_divergence='stop'")
         raise DivergenceError(
-            f"loss became non-finite after {np.asarray(state.step).max()} steps "
-            f"(step_size={step_size!r}); reduce step_size or pass on_divergence='stop'")
+            f"loss became non-finite after {int(state.step)} steps "
+            f"(step_size={float(eta)!r}); reduce step_size or pass on_divergence='stop'")
 
     stacked = (parts[0] if len(parts) == 1 else
                jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *parts))
@@ -606,7 +614,7 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
     _validate.positive("atol", atol)
     max_steps = _validate.size("max_steps", max_steps, minimum=1, maximum=10**9)
     stiff = _validate.boolean("stiff", stiff)
-    _validate.function("loss", loss, "loss(params) -> scalar")
+    _validate.function("loss", loss, "loss(params) -> scalar", hashable=True)
     params0 = _validate.real_tree("params0", params0)
     if not bool(_all_finite(params0)):
         raise ValueError("params0 contains non-finite values")

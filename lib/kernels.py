@@ -59,11 +59,12 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
     Raises:
         ValueError: ``K`` not square, not symmetric (relative asymmetry above 1e-10), with a
             negative eigenvalue below ``-1e-10 * max eigenvalue``, or non-finite; ``y`` of the
-            wrong shape; ``ridge`` not a finite number >= 0, or so large relative to ``K``
-            that ``ridge / max |K|`` overflows; ``rcond`` not in ``(0, 1)``; ``tol`` not a
-            finite number > 0; a zero ``K``; with ``ridge = 0``, ``y`` not interpolable (the
-            message gives the residual); coefficients outside float64's range. Entries of any
-            magnitude are handled by scaling ``K`` and ``y`` to a largest entry of 1 first.
+            wrong shape; ``ridge`` not a finite number >= 0, or so large (small) relative to
+            ``K`` that ``ridge / max |K|`` overflows (underflows); ``rcond`` not in
+            ``(0, 1)``; ``tol`` not a finite number > 0; a zero ``K``; with ``ridge = 0``,
+            ``y`` not interpolable (the message gives the residual); coefficients outside
+            float64's range. Entries of any magnitude, subnormal ones included, are handled by
+            scaling ``K`` and ``y`` to a largest entry of 1 first (in numpy).
 
     Example:
         >>> import jax.numpy as jnp
@@ -84,11 +85,20 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
     kscale, yscale = _validate.max_abs(K), _validate.max_abs(y)
     if kscale == 0.0:
         raise ValueError("K must not be the zero matrix")
-    if ridge > 0 and not np.isfinite(ridge / kscale):
+    with np.errstate(over="ignore", under="ignore"):
+        rel_ridge = ridge / kscale
+    if ridge > 0 and not np.isfinite(rel_ridge):
         raise ValueError(f"ridge = {ridge:.3e} is outside float64's range relative to K "
                          f"(max |K| = {kscale:.3e})")
-    c = _kernel_regression_scaled(K / kscale, y / (yscale if yscale > 0 else 1.0),
-                                  ridge / kscale, rcond, tol)
+    if ridge > 0 and rel_ridge < np.finfo(np.float64).tiny:
+        raise ValueError(f"ridge = {ridge:.3e} is negligible relative to K (max |K| = "
+                         f"{kscale:.3e}; ridge / max|K| underflows float64): pass ridge=0 for "
+                         "the interpolant, or a larger ridge")
+    # scaled in numpy: XLA on CPU flushes subnormal numbers to zero, so K / kscale computed in
+    # JAX would lose entries below ~2.2e-308 and all of K / kscale for kscale above ~4.5e307
+    c = _kernel_regression_scaled(jnp.asarray(_validate.np_div(K, kscale)),
+                                  jnp.asarray(_validate.np_div(y, yscale if yscale > 0 else 1.0)),
+                                  rel_ridge, rcond, tol)
     with np.errstate(over="ignore", under="ignore"):
         factor = (yscale if yscale > 0 else 1.0) / kscale
         out = np.asarray(c) * factor if np.isfinite(factor) else \

@@ -189,7 +189,7 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
         >>> run.final["a"].shape, bool(jnp.all(run.losses[:, -1] < 1e-6))
         ((2, 100), True)
     """
-    _validate.function("model", model, "model(params, x)")
+    _validate.function("model", model, "model(params, x)", hashable=True)
     X, y = _data(X, y)
     linearized = _validate.boolean("linearized", linearized)
     batched = _validate.boolean("batched", batched)
@@ -227,9 +227,14 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
     for leaf in jax.tree_util.tree_leaves(last):
         finite &= np.array(jnp.all(jnp.isfinite(leaf.reshape(B, -1)), axis=1))
     if not finite.all():
-        bad = np.flatnonzero(~finite).tolist()
-        raise flows.DivergenceError(f"runs {bad} diverged (non-finite loss or parameters after "
-                                    f"{num_steps} steps); reduce their step_sizes")
+        bad = np.flatnonzero(~finite)
+        # the first snapshot with a non-finite loss brackets the step of divergence
+        lf = ~np.asarray(jnp.isfinite(losses))[bad]
+        first = [int(np.argmax(row)) * chunk if row.any() else num_steps for row in lf]
+        raise flows.DivergenceError(
+            f"runs {bad.tolist()} diverged: non-finite loss or parameters by step {first} "
+            f"respectively (checked every {chunk} steps, of {num_steps}); reduce their "
+            "step_sizes")
     return Run(np.arange(num_snapshots + 1) * chunk, snaps, losses, last)
 
 
@@ -341,8 +346,11 @@ def laziness(model: Callable, params0: PyTree, params: PyTree, X) -> Laziness:
         A :class:`Laziness` of three floats.
 
     Raises:
-        ValueError: as :func:`relative_movement`, :func:`lib.empirical_ntk` and
-            :func:`lib.relative_kernel_change`.
+        ValueError: ``model`` not a hashable callable, failing on ``params0`` or ``params``
+            and one row of ``X``, or not returning a real floating-point scalar; ``X`` not a
+            finite real 2-D array with at least one row; ``params0``/``params`` as in
+            :func:`relative_movement`; a tangent kernel that is zero (at ``params0`` or
+            ``params``) or not finite.
 
     Example:
         >>> import jax.numpy as jnp
@@ -351,11 +359,25 @@ def laziness(model: Callable, params0: PyTree, params: PyTree, X) -> Laziness:
         >>> lz.movement, lz.kernel_change, round(lz.kernel_distance, 12)
         (1.0, 0.0, 0.0)
     """
-    _validate.function("model", model, "model(params, x)")
+    _validate.function("model", model, "model(params, x)", hashable=True)
     X = _validate.as_array("X", X, ndim=2)
+    if X.shape[0] < 1:
+        raise ValueError(f"X must have at least one row (input), got shape {X.shape}")
     move = relative_movement(params0, params)
+    # check the model here, so that errors name this function's arguments (model, params0,
+    # params, X), not empirical_ntk's (f, params, x1)
+    for pname, p in (("params0", params0), ("params", params)):
+        _validate.scalar_model("model", model, _validate.real_tree(pname, p), X.shape[1:],
+                               params_name=pname, x_name="X")
     K0 = ntk.empirical_ntk(model, params0, X)
     K1 = ntk.empirical_ntk(model, params, X)
+    if _validate.max_abs(K0) == 0.0:
+        raise ValueError("the tangent kernel of model at params0 on X is zero (the model's "
+                         "gradient vanishes there): the kernel change relative to it is "
+                         "undefined")
+    if _validate.max_abs(K1) == 0.0:
+        raise ValueError("the tangent kernel of model at params on X is zero (the model's "
+                         "gradient vanishes there): the kernel distance is undefined")
     return Laziness(move, kernels.relative_kernel_change(K0, K1),
                     kernels.kernel_distance(K0, K1))
 

@@ -81,6 +81,19 @@ def smoothed_margin(margins, beta: float = 1.0):
     # shifted by the hard margin m = min_i z_i: F = m - log1p(mean(expm1(-beta (z - m)))) / beta,
     # exact for tiny beta (no cancellation of log n against the logsumexp; beta = 1e-20 gives
     # the mean margin) and for huge beta or margins (expm1 -> -1, no overflow)
+    zn = np.asarray(z)
+    dn = zn - zn.min(axis=-1, keepdims=True)
+    with np.errstate(under="ignore", over="ignore"):
+        bd = beta * float(dn.max()) if dn.size else 0.0
+    if beta < np.finfo(np.float64).tiny or bd < 1e-30:
+        # beta (or beta * (z - m)) so small that XLA on CPU would flush it to zero (NaN from
+        # 0 / 0): second-order expansion F = mean(z) - beta var(z) / 2, exact to float64
+        # precision here (the next term is below 1e-30 relative to max(z - m))
+        mean_d = dn.mean(axis=-1)
+        with np.errstate(under="ignore"):
+            var = np.mean((dn - mean_d[..., None]) ** 2, axis=-1)
+            out = zn.min(axis=-1) + mean_d - 0.5 * beta * var
+        return jnp.asarray(out)
     m = jnp.min(z, axis=-1, keepdims=True)
     d = z - m
     mean = jnp.mean(jnp.expm1(-beta * d), axis=-1)
@@ -106,7 +119,8 @@ def f1_path_norm(params, output_scale: float = 1.0):
 
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
-            ``(m, d)``; ``output_scale`` not a finite real number > 0; a path norm beyond
+            ``(m, d)`` with m, d >= 1; ``output_scale`` not a finite real number > 0; a path
+            norm beyond
             float64's range (computed in scaled form, so large entries are fine otherwise).
 
     Example:
@@ -120,13 +134,15 @@ def f1_path_norm(params, output_scale: float = 1.0):
     sa, sb = _validate.max_abs(a), _validate.max_abs(B)
     if sa == 0 or sb == 0:
         return jnp.float64(0.0)
-    unit = jnp.sum(jnp.abs(a / sa) * jnp.linalg.norm(B / sb, axis=1)) / a.shape[0]
+    # the division in numpy: XLA on CPU flushes subnormal operands to zero
+    unit = jnp.sum(jnp.abs(jnp.asarray(_validate.np_div(a, sa)))
+                   * jnp.linalg.norm(jnp.asarray(_validate.np_div(B, sb)), axis=1)) / a.shape[0]
     with np.errstate(over="ignore", under="ignore"):
         out = np.float64(s) * np.float64(sa) * np.float64(sb) * np.float64(unit)
     if not np.isfinite(out):
         raise ValueError(f"the path norm overflows float64 (output_scale = {s:.3e}, "
                          f"max |params['a']| = {sa:.3e}, max |params['B']| = {sb:.3e})")
-    return jnp.float64(out)
+    return jnp.asarray(out)
 
 
 def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
@@ -150,7 +166,8 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
 
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
-            ``(m, d)``; ``X`` not a finite real ``(n, d)`` array; ``y`` not in {-1, +1}^n;
+            ``(m, d)`` with m, d >= 1; ``X`` not a finite real ``(n, d)`` array with n >= 1;
+            ``y`` not in {-1, +1}^n;
             ``output_scale`` not a finite real number > 0; a network with path norm 0.
             Computed on rescaled parameters and inputs, so entries near 1e+-300 are fine.
 
@@ -160,7 +177,7 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
         2.0
     """
     a, B = _check_params(params)
-    X = _validate.as_array("X", X, shape=(None, B.shape[1]))
+    X = _validate.nonempty("X", _validate.as_array("X", X, shape=(None, B.shape[1])))
     y = _validate.labels("y", y, X.shape[0])
     output_scale = _validate.positive("output_scale", output_scale)
     # invariant to rescaling a, B (and output_scale) separately: compute on a / max|a|,
@@ -168,16 +185,18 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
     sa, sb, sx = _validate.max_abs(a), _validate.max_abs(B), _validate.max_abs(X)
     if sa == 0 or sb == 0:
         raise ValueError("params has path norm 0: the normalized margin is undefined")
-    a, B = a / sa, B / sb
-    Xn = X / sx if sx > 0 else X
+    # divisions in numpy: XLA on CPU flushes subnormal operands to zero
+    a, B = jnp.asarray(_validate.np_div(a, sa)), jnp.asarray(_validate.np_div(B, sb))
+    Xn = jnp.asarray(_validate.np_div(X, sx)) if sx > 0 else X
     norm = f1_path_norm({"a": a, "B": B}, 1.0)
     if not float(norm) > 0:
         raise ValueError("params has path norm 0: the normalized margin is undefined")
     h = (jax.nn.relu(Xn @ B.T) @ a) / a.shape[0]
-    out = jnp.min(y * h) / norm * (sx if sx > 0 else 1.0)
-    if not bool(jnp.isfinite(out)):
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.float64(jnp.min(y * h) / norm) * np.float64(sx if sx > 0 else 1.0)
+    if not np.isfinite(out):
         raise ValueError(f"the normalized margin overflows float64 (max |X| = {sx:.3e})")
-    return out
+    return jnp.asarray(out)
 
 
 class KernelMaxMargin(NamedTuple):
@@ -215,8 +234,9 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
         A :class:`KernelMaxMargin` ``(coef, norm, margin)``.
 
     Raises:
-        ValueError: ``K`` not square, not symmetric or with a negative eigenvalue below
-            ``-1e-8 * max|K|``; labels not in {-1, +1}; data not separable in the RKHS.
+        ValueError: ``K`` not a finite real non-empty square matrix, zero, not symmetric or
+            with a negative eigenvalue below ``-1e-8 * max|K|``; labels not in {-1, +1};
+            data not separable in the RKHS; a norm outside float64's range.
         RuntimeError: the solver stopped without reaching optimality.
 
     Example:
@@ -230,7 +250,10 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
         raise ValueError(f"K must be a non-empty square matrix, got shape {K.shape}")
     y = _validate.labels("y", y, n)
     Kn = np.asarray(K)
-    scale = max(np.abs(Kn).max(), 1e-300)
+    scale = float(np.abs(Kn).max())
+    if scale == 0.0:
+        raise ValueError("K must not be the zero matrix: no h in its RKHS separates y (every "
+                         "h(x_i) is 0)")
     if not np.allclose(Kn, Kn.T, rtol=1e-10, atol=1e-12 * scale):
         raise ValueError("K must be symmetric")
     evals, evecs = np.linalg.eigh(Kn / scale)
@@ -256,8 +279,12 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
     wv = w.value
     # h = L w on the data = (K/scale) c with c = V diag(1/sqrt(lambda)) w; ||h||_{K/scale} = |w|.
     c_scaled = evecs[:, keep] @ (wv / np.sqrt(evals[keep]))
-    c = c_scaled / scale  # h = K c
-    norm = float(np.linalg.norm(wv) / np.sqrt(scale))  # ||h||_K^2 = c^T K c = |w|^2 / scale
+    with np.errstate(over="ignore", under="ignore"):
+        c = c_scaled / scale  # h = K c
+        norm = float(np.linalg.norm(wv) / np.sqrt(scale))  # ||h||_K^2 = c^T K c = |w|^2/scale
+    if not (np.all(np.isfinite(c)) and np.isfinite(norm) and norm > 0):
+        raise ValueError(f"the max-margin solution is outside float64's range for max |K| = "
+                         f"{scale:.3e}: rescale K")
     return KernelMaxMargin(jnp.asarray(c), norm, 1.0 / norm)
 
 
@@ -278,9 +305,12 @@ def simplex_max_margin(X, y):
         ``(a, gamma)``: the ``(d,)`` maximizer on the simplex and the margin ``gamma``.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not in {-1, +1}^n.
-            (Solved on ``X / max|X|``, so entries of any magnitude are fine.)
-        RuntimeError: the solver stopped without reaching optimality.
+        ValueError: ``X`` not a finite real 2-D array with at least one row and column, or
+            all zero; ``y`` not in {-1, +1}^n. (Solved on ``X / max|X|``, so entries of any
+            magnitude are fine.)
+        RuntimeError: the solver stopped without reaching optimality, or its answer does not
+            verify to 1e-7 relative to ``max |X|`` (simplex feasibility, margin of ``a``,
+            duality gap with the constraints' multipliers); the message gives the numbers.
 
     Example:
         >>> X = jnp.array([[1.0, 0.0], [0.0, -1.0]])
@@ -288,7 +318,7 @@ def simplex_max_margin(X, y):
         >>> [round(v, 6) for v in a.tolist()], round(gamma, 6)
         ([0.5, 0.5], 0.5)
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     Z = np.asarray(y)[:, None] * np.asarray(X)
     # the margin is linear in X: solve on Z / max|Z| (the solver's tolerances are relative)
@@ -306,7 +336,20 @@ def simplex_max_margin(X, y):
         raise RuntimeError(f"simplex_max_margin: the solver failed ({err})") from err
     if prob.status != cp.OPTIMAL:
         raise RuntimeError(f"simplex_max_margin: solver status {prob.status!r}")
-    return jnp.asarray(a.value), float(gamma.value) * cz
+    # verify on the scaled problem (max |Z| = 1, so every tolerance below is relative to the
+    # data's scale): a on the simplex, gamma its margin, and a zero duality gap with the
+    # multipliers p of the margin constraints (p on the simplex; the dual value is
+    # max_k (Z^T p)_k >= gamma for every feasible point)
+    av, gv = np.asarray(a.value), float(gamma.value)
+    p_dual = np.asarray(prob.constraints[0].dual_value)
+    p_dual = np.clip(p_dual, 0.0, None) / max(float(np.clip(p_dual, 0.0, None).sum()), 1e-300)
+    checks = {"simplex": max(float(-av.min()), abs(float(av.sum()) - 1.0)),
+              "margin": abs(float(np.min(Z @ av)) - gv),
+              "gap": float(np.max(Z.T @ p_dual)) - gv}
+    if max(abs(v) for v in checks.values()) > 1e-7:
+        raise RuntimeError(f"simplex_max_margin: the solution does not verify (relative to "
+                           f"max |y_i x_i| = {cz:.3e}): {checks}")
+    return jnp.asarray(av), gv * cz
 
 
 def dictionary_f1_max_margin(X, y, directions):
@@ -329,8 +372,10 @@ def dictionary_f1_max_margin(X, y, directions):
         ``(r, gamma)``: the ``(K,)`` signed weights with :math:`\|r\|_1 = 1` and the margin.
 
     Raises:
-        ValueError: malformed arguments, a zero direction, or labels the dictionary's
-            features cannot separate.
+        ValueError: malformed arguments, a zero direction, features that are all zero on
+            ``X``, labels the dictionary's features cannot separate, or a margin outside
+            float64's range. (Solved on ``X`` scaled by a power of two, so entries of any
+            magnitude, subnormal ones included, are fine otherwise.)
         RuntimeError: the solver stopped without reaching optimality.
 
     Example:
@@ -339,16 +384,28 @@ def dictionary_f1_max_margin(X, y, directions):
         >>> [round(v, 6) for v in r.tolist()], round(gamma, 6)
         ([0.5, -0.5], 0.5)
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     theta = _validate.as_array("directions", directions, shape=(None, X.shape[1]))
     norms = jnp.linalg.norm(theta, axis=1, keepdims=True)
     if theta.shape[0] < 1 or not bool(jnp.all(norms > 0)):
         raise ValueError("directions must be a non-empty array of non-zero rows")
-    features = jax.nn.relu(X @ (theta / norms).T)
+    # the features are positively homogeneous in X: solve on X / s with s a power of two
+    # (exact, so results within range are unchanged), in numpy (XLA on CPU flushes subnormal
+    # inputs to zero), and multiply the margin back; r does not depend on s
+    sx = _validate.pow2_scale(X)
+    features = jax.nn.relu(jnp.asarray(_validate.np_div(X, sx)) @ (theta / norms).T)
+    if not bool(jnp.any(features != 0)):
+        raise ValueError("the dictionary's ReLU features (theta_k^T x_i)_+ are all zero on X: "
+                         "no direction is active on any point, so y cannot be separated")
     w = max_margin(features, y, p=1)
     l1 = float(jnp.sum(jnp.abs(w)))
-    return w / l1, 1.0 / l1
+    with np.errstate(over="ignore", under="ignore"):
+        gamma = float(np.float64(1.0 / l1) * np.float64(sx))
+    if not (np.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"the margin is outside float64's range (max |X| = "
+                         f"{_validate.max_abs(X):.3e}): rescale X")
+    return w / l1, gamma
 
 
 def compress_radius(points):
@@ -376,12 +433,38 @@ def compress_radius(points):
     P = _validate.as_array("points", points)
     if P.ndim < 1:
         raise ValueError("points must have a last axis of coordinates")
+    Pv = np.asarray(P)
+    s = np.max(np.abs(Pv), axis=-1, keepdims=True) if Pv.size else np.zeros(Pv.shape[:-1])
+    if _validate.safe_scale(s):  # the ordinary range: computed in JAX as always
+        return _compress_jax(P)
+    return jnp.asarray(_compress_np(Pv))
+
+
+def _compress_jax(P):
     # scaled form: row / max|row| first, so norms of entries above 1e154 do not overflow
     s = jnp.max(jnp.abs(P), axis=-1, keepdims=True)
     Pn = P / jnp.where(s > 0, s, 1.0)
     rn = jnp.linalg.norm(Pn, axis=-1, keepdims=True)
     safe = jnp.where(rn > 0, rn, 1.0)
     return jnp.where(s > 0, jnp.tanh(s * rn) * Pn / safe, 0.0)
+
+
+def _compress_np(P):
+    """compress_radius on a concrete float64 array, scaled in numpy (XLA on CPU flushes
+    subnormal numbers to zero, so tiny rows would vanish inside JAX)."""
+    # scaled form: row / max|row| first, so norms of entries above 1e154 do not overflow
+    s = np.max(np.abs(P), axis=-1, keepdims=True)
+    Pn = P / np.where(s > 0, s, 1.0)
+    rn = np.asarray(jnp.linalg.norm(jnp.asarray(Pn), axis=-1, keepdims=True))
+    safe = np.where(rn > 0, rn, 1.0)
+    with np.errstate(under="ignore"):
+        r = s * rn
+    out = np.asarray(jnp.tanh(jnp.asarray(r))) * Pn / safe
+    # tanh(r) = r to float64 precision for r < 1e-8: the map is the identity there, and a
+    # tiny (e.g. subnormal) r would be flushed to 0 by tanh inside XLA
+    tiny = (r < 1e-8) & (s > 0)
+    out = np.where(tiny, P, out)
+    return np.where(s > 0, out, 0.0)
 
 
 def neuron_positions(params, scale: float = 1.0):
@@ -403,7 +486,7 @@ def neuron_positions(params, scale: float = 1.0):
 
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
-            ``(m, d)``; ``scale`` not a finite real number > 0.
+            ``(m, d)`` with m, d >= 1; ``scale`` not a finite real number > 0.
 
     Example:
         >>> pos, sgn = neuron_positions({"a": jnp.array([-2.0]), "B": jnp.array([[0.0, 1.0]])})
@@ -412,12 +495,27 @@ def neuron_positions(params, scale: float = 1.0):
     """
     a, B = _check_params(params)
     c = _validate.positive("scale", scale)
-    # |a_j| b_j / c as (|a_j| / c) b_j, with b_j / max|b_j| first: no spurious overflow
-    sb = jnp.max(jnp.abs(B), axis=1, keepdims=True)
-    sb = jnp.where(sb > 0, sb, 1.0)
-    radius = jnp.abs(a)[:, None] / c * sb  # may be inf only where the true radius is
-    return compress_radius(jnp.where(jnp.isfinite(radius), radius, 1e300) * (B / sb)), \
-        jnp.sign(a)
+    # |a_j| b_j / c as (|a_j| / c) b_j, with b_j / max|b_j| first: no spurious overflow;
+    # in numpy outside the ordinary range, since XLA on CPU flushes subnormal numbers (tiny
+    # a_j, b_j or radii) to zero
+    an = np.asarray(a)
+    with np.errstate(over="ignore", under="ignore"):
+        sb_np = np.max(np.abs(np.asarray(B)), axis=1)
+        ordinary = (_validate.safe_scale(sb_np) and _validate.safe_scale(an / c)
+                    and _validate.safe_scale(np.abs(an) / c * sb_np))
+    if ordinary:
+        sbj = jnp.max(jnp.abs(B), axis=1, keepdims=True)
+        sbj = jnp.where(sbj > 0, sbj, 1.0)
+        radius = jnp.abs(a)[:, None] / c * sbj
+        return compress_radius(jnp.where(jnp.isfinite(radius), radius, 1e300) * (B / sbj)), \
+            jnp.sign(a)
+    a, B = an, np.asarray(B)
+    sb = np.max(np.abs(B), axis=1, keepdims=True)
+    sb = np.where(sb > 0, sb, 1.0)
+    with np.errstate(over="ignore", under="ignore"):
+        radius = np.abs(a)[:, None] / c * sb  # may be inf only where the true radius is
+    return jnp.asarray(_compress_np(np.where(np.isfinite(radius), radius, 1e300) * (B / sb))), \
+        jnp.sign(jnp.asarray(a))
 
 
 def _check_params(params):
@@ -425,4 +523,7 @@ def _check_params(params):
         raise ValueError("params must be a dict {'a': (m,), 'B': (m, d)}")
     a = _validate.as_array("params['a']", params["a"], ndim=1)
     B = _validate.as_array("params['B']", params["B"], shape=(a.shape[0], None))
+    if a.shape[0] < 1 or B.shape[1] < 1:
+        raise ValueError(f"params must have m >= 1 units and d >= 1 inputs, got params['B'] "
+                         f"of shape {B.shape}")
     return a, B

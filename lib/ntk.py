@@ -89,7 +89,7 @@ def empirical_ntk(f: Callable, params: PyTree, x1, x2=None, *, chunk_size: int =
         raise ValueError(f"x1 and x2 must share their trailing shape, got {x1.shape} and "
                          f"{x2.shape}")
     chunk_size = _validate.integer("chunk_size", chunk_size, minimum=1)
-    _validate.function("f", f, "f(params, x)")
+    _validate.function("f", f, "f(params, x)", hashable=True)
     params = _real_params("params", params)
     _check_model(f, params, x1)
     if x2 is not x1:
@@ -140,9 +140,10 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
 
     Returns:
         A function ``f_lin(params, x)`` with the same signature and output shape as ``f``;
-        ``params`` must have the pytree structure of ``params0`` (otherwise JAX raises a
-        ``ValueError`` when ``f_lin`` is called), and ``f`` is evaluated at ``params0`` on
-        every call.
+        ``f`` is evaluated at ``params0`` on every call. ``f_lin`` raises ``ValueError`` when
+        ``params`` does not have the pytree structure and leaf shapes of ``params0`` or has a
+        complex or non-numeric leaf, or when ``x`` is complex (dtype checks only, so it also
+        works under ``jax.jit``/``grad``; values are not checked).
 
     Raises:
         ValueError: ``f`` is not callable; ``params0`` has no leaf, or a leaf that is
@@ -159,8 +160,23 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
     params0 = _real_params("params0", params0)
 
     def f_lin(params, x):
-        delta = jax.tree_util.tree_map(lambda p, p0: jnp.asarray(p, jnp.float64) - p0, params,
-                                       params0)
+        # dtype checks only (trace-safe): complex params or inputs would otherwise lose their
+        # imaginary part in the float64 cast with only a warning
+        params = _validate.real_tree("params", params, finite=False)
+        if jax.tree_util.tree_structure(params) != jax.tree_util.tree_structure(params0):
+            raise ValueError("params must have the pytree structure of params0")
+        for leaf, leaf0 in zip(jax.tree_util.tree_leaves(params),
+                               jax.tree_util.tree_leaves(params0), strict=True):
+            if leaf.shape != leaf0.shape:
+                raise ValueError(f"params must have the shapes of params0, got a leaf of shape "
+                                 f"{leaf.shape} for {leaf0.shape}")
+        for leaf in jax.tree_util.tree_leaves(x):
+            dtype = getattr(leaf, "dtype", None)
+            if dtype is None:
+                dtype = np.asarray(leaf).dtype
+            if np.dtype(dtype).kind == "c":
+                raise ValueError("x must be real, got complex values")
+        delta = jax.tree_util.tree_map(lambda p, p0: p - p0, params, params0)
         out0, tangent = jax.jvp(lambda p: f(p, x), (params0,), (delta,))
         return out0 + tangent
 
@@ -229,13 +245,18 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     # norms for entries above 1e154 nor underflow below 1e-154) and multiply back
     s1, s2 = _validate.max_abs(x1), _validate.max_abs(x2)
     s1, s2 = (s1 if s1 > 0 else 1.0), (s2 if s2 > 0 else 1.0)
-    K = _relu_ntk_unit(x1 / s1, x2 / s2, kappa, d)
+    # the scaling and the product are done in numpy: XLA on CPU flushes subnormal numbers to
+    # zero, so inside JAX inputs below ~2.2e-308 (or x / s for s above ~4.5e307) would vanish
+    K = np.asarray(_relu_ntk_unit(jnp.asarray(_validate.np_div(x1, s1)),
+                                  jnp.asarray(_validate.np_div(x2, s2)), kappa, d))
     with np.errstate(over="ignore", under="ignore"):
         factor = np.float64(s1) * np.float64(s2)
-    if not np.isfinite(factor) or not np.all(np.isfinite(np.asarray(K) * factor)):
+        normal = np.isfinite(factor) and factor >= np.finfo(np.float64).tiny
+        out = K * factor if normal else (K * np.float64(s1)) * np.float64(s2)
+    if not np.all(np.isfinite(out)):
         raise ValueError(f"the kernel overflows float64 (max |x1| = {s1:.3e}, max |x2| = "
                          f"{s2:.3e}): rescale the inputs (K is bilinear in x1, x2)")
-    return K * factor
+    return jnp.asarray(out)
 
 
 def _relu_ntk_unit(x1, x2, kappa, d):

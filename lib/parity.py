@@ -68,7 +68,7 @@ _BIAS = 0.75  # P(x_i = +1) in the biased component
 # ----------------------------------------------------------------------------- validation
 
 def _check_problem(n, subset, alpha):
-    n = _validate.integer("n", n, minimum=1)
+    n = _validate.size("n", n, minimum=1)  # refuses sizes that cannot be allocated (10**30)
     if (isinstance(alpha, bool | np.bool_)
             or not isinstance(alpha, numbers.Real | np.ndarray | jnp.ndarray)
             or np.ndim(alpha) != 0 or np.iscomplexobj(alpha)):
@@ -297,13 +297,16 @@ def bsp_second_moments(n: int, alpha: float):
         ``(n, n)`` float64 array.
 
     Raises:
-        ValueError: invalid ``n`` or ``alpha``.
+        ValueError: ``n`` not an integer >= 1 or with ``n * n`` above
+            ``lib._validate.MAX_ELEMENTS`` (the matrix would not fit in memory); ``alpha``
+            not a real number in ``[0, 1]``.
 
     Example:
         >>> bsp_second_moments(2, 1.0).tolist()
         [[1.0, 0.25], [0.25, 1.0]]
     """
     n, _, alpha = _check_problem(n, [0], alpha)
+    _validate.size("n * n", n * n)  # the (n, n) matrix must fit in memory
     return (1.0 - alpha / 4) * jnp.eye(n) + alpha / 4 * jnp.ones((n, n))
 
 
@@ -422,7 +425,8 @@ def population_loss(predictions, atoms):
     Raises:
         ValueError: ``atoms`` not a triple of finite real arrays with ``x`` and ``y`` in
             {-1, +1} and ``prob`` a probability vector; ``predictions`` not real, of the
-            wrong shape or (when concrete) not finite.
+            wrong shape or (when concrete) not finite, or so large that the loss overflows
+            float64 (when concrete).
 
     Example:
         >>> atoms = parity_atoms(3, [0, 1], 0.3)
@@ -444,7 +448,11 @@ def population_loss(predictions, atoms):
         finite = True
     if not finite:
         raise ValueError("predictions contain NaN or inf")
-    return 0.5 * jnp.sum(prob * (f - y) ** 2)
+    loss = 0.5 * jnp.sum(prob * (f - y) ** 2)
+    if not isinstance(loss, jax.core.Tracer) and not bool(jnp.isfinite(loss)):
+        raise ValueError(f"the loss overflows float64: predictions are too large "
+                         f"(max |predictions| = {float(jnp.max(jnp.abs(f))):.3e})")
+    return loss
 
 
 def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
@@ -556,6 +564,11 @@ def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: flo
             or not 0.0 <= float(rcond) < 1.0):
         raise ValueError(f"rcond must be a number in [0, 1), got {rcond!r}")
     weight = (1.0 - alpha) / size
+    # the edges do not depend on the scale of the features (the best w absorbs it): divide by
+    # a power of two (exact, so results within range are bit-for-bit unchanged) to bring
+    # max |phi| into [0.5, 1), so phi^T phi neither overflows (|phi| ~ 1e160) nor underflows
+    # to zero (|phi| ~ 1e-160)
+    phi = phi / _validate.pow2_scale(phi)
     lam, V = np.linalg.eigh(weight * phi.T @ phi)          # p x p: cheaper than an SVD
     keep = lam > rcond * max(lam.max(), np.finfo(float).tiny)
     psi = phi @ (V[:, keep] / np.sqrt(lam[keep]))          # (2^n, r), weight * psi^T psi = I
@@ -665,7 +678,8 @@ def selected_parity(theta, x):
     n = theta.shape[0]
     g = smooth_step((n**2 * theta**2 - 4.0) / 5.0)
     gate = smooth_step(jnp.sum(g))
-    return (1.0 - gate) * 2.0 * jnp.dot(theta, x) + gate * jnp.prod(1.0 - g + g * x)
+    return (1.0 - gate) * 2.0 * jnp.dot(_closed(gate, theta), x) \
+        + gate * jnp.prod(1.0 - g + g * x)
 
 
 def leaky_selected_parity(theta, x):
@@ -703,4 +717,13 @@ def leaky_selected_parity(theta, x):
     n = theta.shape[0]
     g = smooth_step(n * theta - 2.0)
     gate = smooth_step(jnp.sum(g))
-    return (1.0 - gate) * (-1.0 + 2.0 * jnp.dot(theta, x)) + gate * jnp.prod(1.0 - g + g * x)
+    return (1.0 - gate) * (-1.0 + 2.0 * jnp.dot(_closed(gate, theta), x)) \
+        + gate * jnp.prod(1.0 - g + g * x)
+
+
+def _closed(gate, theta):
+    """``theta`` where the gate is not fully open, else 0: the linear term is multiplied by
+    ``1 - gate = 0`` there anyway, and huge ``theta`` (near 1e308) would make
+    ``<theta, x>`` overflow to inf and ``0 * inf`` NaN. Values and gradients are unchanged
+    elsewhere (``smooth_step`` is flat at 1, so the gate's slope is 0 where it is open)."""
+    return jnp.where(gate < 1.0, theta, 0.0)

@@ -116,7 +116,8 @@ def two_layer(params, x, output_scale: float = 1.0):
     Raises:
         ValueError: malformed ``params``, ``x`` of the wrong shape, complex inputs, a
             non-scalar or non-positive ``output_scale``; and, when the inputs are concrete (not
-            traced by ``jax.jit``/``grad``/``vmap``), NaN or inf in the inputs or the output.
+            traced by ``jax.jit``/``grad``/``vmap``), NaN or inf in the inputs (checked before
+            computing) or the output (overflow).
 
     Example:
         >>> import jax.numpy as jnp
@@ -130,6 +131,7 @@ def two_layer(params, x, output_scale: float = 1.0):
         raise ValueError(f"x must have shape ({B.shape[1]},) for one input; got {x.shape} "
                          "(use two_layer_batch for a batch)")
     s = _scale(output_scale)
+    _finite_inputs((a, B, x))
     return _finite_output(s / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x)), (a, B, x))
 
 
@@ -158,6 +160,7 @@ def two_layer_batch(params, X, output_scale: float = 1.0):
     if X.ndim != 2 or X.shape[1] != B.shape[1]:
         raise ValueError(f"X must have shape (n, {B.shape[1]}), got {X.shape}")
     s = _scale(output_scale)
+    _finite_inputs((a, B, X))
     return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X))
 
 
@@ -168,6 +171,15 @@ def _scale(output_scale):
     if not isinstance(s, jax.core.Tracer) and not (np.isfinite(float(s)) and float(s) > 0):
         raise ValueError(f"output_scale must be a finite number > 0, got {output_scale!r}")
     return s
+
+
+def _finite_inputs(inputs):
+    """Refuse NaN or inf in concrete inputs before computing: an infinite input can give a
+    finite, wrong output (``relu(-inf) = 0``), so checking the output alone is not enough."""
+    names = ("params['a']", "params['B']", "the input")
+    for name, v in zip(names, inputs, strict=True):
+        if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
+            raise ValueError(f"{name} contains NaN or inf")
 
 
 def _finite_output(out, inputs):

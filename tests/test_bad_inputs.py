@@ -278,3 +278,238 @@ def test_overflowing_internal_steps_blame_the_caller_arguments():
         diagonal.exponential_loss_path(X * 1e200, y, 1.0, accuracies=[1.0])
     with pytest.raises(ValueError, match="alpha\\*\\*depth overflows"):
         diagonal.gradient_descent_path(X[:1], [1.0], 1e200, step_size=0.1, num_steps=3)
+
+
+# --------------------------------------------------------------- round 2 (adversarial tester)
+# kind 1: XLA on CPU flushes subnormal numbers to zero, so scaling by max|x| inside JAX made
+# inputs below ~2.2e-308 (and x / s for s above ~4.5e307) vanish; scaling is now done in numpy
+
+@pytest.mark.parametrize("c", [1e-310, 5e307])
+def test_scaled_forms_survive_subnormal_and_huge_scales(c):
+    K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    # K c = y, with c = (1/3, 1/3) for K, y scaled alike (closed form)
+    # (subnormal inputs carry ~13 significant digits at 1e-310)
+    assert np.allclose(np.asarray(kernels.kernel_regression(c * K, c * np.ones(2))), 1 / 3,
+                       rtol=1e-9)
+    p = {"a": np.array([1.0, -0.5]), "B": np.array([[1.0, 0.0], [0.3, 1.0]])}
+    X, y = np.array([[2.0, 1.0], [-1.0, 0.5]]), np.array([1.0, -1.0])
+    # the normalized margin is invariant to scaling a and B; it is linear in X (hand value:
+    # h = ((2 + 0) * 1 - 0.5 * (0.6 + 1)) / 2 = 0.6 at x_1, h(x_2) = (0 - 0.5 * 0.2) / 2 = -0.05)
+    ref = min(0.6, 0.05) / ((1.0 + 0.5 * np.hypot(0.3, 1.0)) / 2)
+    big = {"a": c * p["a"], "B": c * p["B"]}
+    assert float(margins.f1_normalized_margin(big, X, y)) == pytest.approx(ref, rel=1e-9)
+    # compress_radius keeps the direction; for tiny points it is the identity (tanh r = r)
+    pts = np.array([[0.3, 0.4]]) * c
+    out = np.asarray(margins.compress_radius(pts))
+    expect = np.tanh(0.5 * c) * np.array([[0.6, 0.8]])
+    assert np.allclose(out, expect, rtol=1e-12, atol=0)
+
+
+def test_subnormal_results_are_not_flushed():
+    x = np.array([[1.0, 0.5], [-0.3, 2.0]])
+    # K(c x) = c^2 K(x): at c = 1e-160 the kernel is ~1e-320 (subnormal), not 0
+    K = np.asarray(ntk.relu_ntk(1e-160 * x))
+    assert np.all(np.asarray(K) != 0) and np.allclose(
+        K / 1e-160 / 1e-160, np.asarray(ntk.relu_ntk(x)), rtol=2e-3)  # ~11 bits at 1e-320
+    p = {"a": np.array([1.0, 1.0]), "B": np.array([[1.0, 0.0], [0.0, 1.0]])}
+    small = {"a": 1e-160 * p["a"], "B": 1e-160 * p["B"]}
+    assert float(margins.f1_path_norm(small)) == pytest.approx(1e-320, rel=2e-3)
+    pos, _ = margins.neuron_positions(small)   # |a_j| b_j = 1e-320 e_j: tanh(r) = r
+    assert np.asarray(pos)[0, 0] == pytest.approx(1e-320, rel=2e-3)
+
+
+def test_smoothed_margin_of_subnormal_beta_is_the_mean_margin():
+    # beta -> 0: F -> mean(z) (first-order expansion), not 0 / 0
+    assert float(margins.smoothed_margin([1.0, 2.0], beta=1e-310)) == pytest.approx(1.5, 1e-12)
+    assert float(margins.smoothed_margin([1e-10, 3e-10], beta=1e-300)) == pytest.approx(
+        2e-10, rel=1e-12)
+
+
+@pytest.mark.parametrize("c", [1e-160, 1e160])
+def test_leaky_kernel_edges_are_scale_free(c):
+    import itertools
+    x = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+    phi = np.column_stack([x, x[:, 0] * x[:, 1]])
+    edges, subsets = parity.leaky_kernel_edges(c * phi, 0.2)
+    ref, _ = parity.leaky_kernel_edges(phi, 0.2)
+    # the x0 x1 feature has an edge on J = {0, 1}: (1 - alpha)^2 / 2 minus the leak correction
+    assert np.max(edges) > 0.3 and np.allclose(edges, ref, rtol=1e-12, atol=1e-15)
+
+
+def test_parity_model_and_loss_at_huge_values():
+    # every gate open: f = chi_I(x) with I = all coordinates (prod x = 1 here), not 0 * inf
+    assert float(parity.selected_parity(jnp.full(3, 1e308), jnp.ones(3))) == 1.0
+    assert float(parity.leaky_selected_parity(jnp.full(3, 1e308), jnp.ones(3))) == 1.0
+    # the true loss ~ 1e400 is beyond float64: refused, not inf
+    with pytest.raises(ValueError, match="loss overflows.*predictions"):
+        parity.population_loss(jnp.full(8, 1e200), parity.parity_atoms(3, [0], 0.5))
+
+
+def test_two_layer_refuses_infinite_inputs_even_when_the_output_is_finite():
+    p = {"a": jnp.array([1.0]), "B": jnp.array([[-1.0, 0.0]])}   # relu(-inf) = 0
+    with pytest.raises(ValueError, match="the input contains NaN or inf"):
+        twolayer.two_layer(p, jnp.array([np.inf, 0.0]))
+    with pytest.raises(ValueError, match="the input contains NaN or inf"):
+        twolayer.two_layer_batch(p, jnp.array([[np.inf, 0.0]]))
+
+
+# kind 2: wrong answers that passed a residual-only check
+
+def test_min_norm_interpolant_refuses_a_near_singular_x():
+    # exact answer: beta_2 = 1e-10 / 2.2e-16 ~ 4.5e5; the truncated solve gave (0.5, 0.5)
+    # with residual 7e-11 < 1e-8
+    X = np.array([[1.0, 1.0], [1.0, 1.0 + 2.220446049250313e-16]])
+    with pytest.raises(ValueError, match="near-singular.*residual"):
+        convex.min_norm_interpolant(X, np.array([1.0, 1.0 + 1e-10]), p=2)
+    # an exactly rank-deficient, consistent system is still solved (duplicate rows)
+    beta = np.asarray(convex.min_norm_interpolant(np.array([[1.0, 2.0], [1.0, 2.0]]),
+                                                  np.array([5.0, 5.0]), p=2))
+    assert np.allclose(beta, [1.0, 2.0], rtol=1e-12)
+
+
+def test_simplex_max_margin_verifies_relative_to_the_data_scale():
+    X, y = np.array([[1.0, 0.0], [0.0, -1.0]]), np.array([1.0, -1.0])
+    for c in (1e-200, 1.0, 1e200):
+        a, gamma = margins.simplex_max_margin(c * X, y)
+        assert gamma == pytest.approx(0.5 * c, rel=1e-9)
+        # gamma is the margin of the returned a, to the data's own scale
+        assert abs(float(np.min(y * (c * X @ np.asarray(a)))) - gamma) <= 1e-9 * c
+
+
+# kind 3: coercion
+
+def test_linearize_refuses_complex_params_and_inputs():
+    f_lin = ntk.linearize(_lin, jnp.ones(2))
+    with pytest.raises(ValueError, match="params must be real"):
+        f_lin(jnp.ones(2) + 1j, jnp.ones(2))
+    with pytest.raises(ValueError, match="x must be real"):
+        f_lin(jnp.ones(2), jnp.ones(2) + 1j)
+    with pytest.raises(ValueError, match="params must have the pytree structure"):
+        f_lin({"w": jnp.ones(2)}, jnp.ones(2))
+
+
+def test_integer_valued_models_are_refused():
+    def int_model(w, x):
+        return jnp.sum(x).astype(jnp.int32)
+    with pytest.raises(ValueError, match="f must return a real floating-point scalar"):
+        ntk.empirical_ntk(int_model, jnp.ones(2), jnp.ones((3, 2)))
+    with pytest.raises(ValueError, match="model must return a real floating-point scalar"):
+        lazy.train(int_model, jnp.ones(2), jnp.ones((3, 2)), jnp.ones(3), step_size=0.1,
+                   num_steps=2)
+
+
+@pytest.mark.parametrize("p", [1 + 0j, np.array(2), np.array([1]), "1", True, 2.5])
+def test_p_must_be_the_int_one_or_two(p):
+    with pytest.raises(ValueError, match="p must be 1 or 2"):
+        convex.min_norm_interpolant(np.eye(2), np.ones(2), p=p)
+    with pytest.raises(ValueError, match="p must be 1 or 2"):
+        convex.max_margin(np.eye(2), np.ones(2), p=p)
+
+
+@pytest.mark.parametrize("flag", ["no", 0, None])
+def test_return_dual_must_be_a_bool(flag):
+    with pytest.raises(ValueError, match="return_dual"):
+        diagonal.margin_limit(np.array([[1.0, 2.0]]), [1.0], 1.0, return_dual=flag)
+
+
+class _Unhashable:
+    __hash__ = None
+
+    def __call__(self, *args):
+        return jnp.sum(args[0] ** 2)
+
+
+def test_unhashable_callables_are_refused_by_name():
+    with pytest.raises(ValueError, match="loss must be hashable"):
+        flows.gradient_descent(_Unhashable(), jnp.ones(2), step_size=0.1, num_steps=2)
+    with pytest.raises(ValueError, match="f must be hashable"):
+        ntk.empirical_ntk(_Unhashable(), jnp.ones(2), jnp.ones((3, 2)))
+    with pytest.raises(ValueError, match="model must be hashable"):
+        lazy.train(_Unhashable(), jnp.ones(2), jnp.ones((3, 2)), jnp.ones(3), step_size=0.1,
+                   num_steps=2)
+
+
+# kind 4: messages that name the wrong thing
+
+def test_kernel_regression_ridge_underflow_names_ridge():
+    with pytest.raises(ValueError, match="^ridge = .* negligible relative to K"):
+        kernels.kernel_regression(np.ones((2, 2)) * 1e300, np.array([1.0, 2.0]), ridge=1e-20)
+
+
+def test_extreme_scale_messages_name_the_arguments():
+    X1s = np.array([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="max-margin classifier is outside.*max \\|X\\|"):
+        convex.max_margin(1e-310 * X1s, [1.0])
+    with pytest.raises(ValueError, match="max \\|y\\| / max \\|X\\| = 1.000e\\+00 / 2.000e-310"):
+        convex.min_norm_interpolant(1e-310 * X1s, [1.0])
+    with pytest.raises(ValueError, match="alpha, X and y are out of range together"):
+        diagonal.implicit_bias_limit(1e-310 * X1s, [1.0], 1.0)
+
+
+def test_laziness_names_its_own_arguments():
+    with pytest.raises(ValueError, match="model\\(params0, x\\) fails.*row of X"):
+        lazy.laziness(_lin, jnp.ones(2), jnp.ones(2), jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="tangent kernel of model at params0 on X is zero"):
+        lazy.laziness(lambda w, x: 0.0 * (w @ x), jnp.ones(2), jnp.ones(2), jnp.eye(2))
+
+
+def test_size_message_reads_right():
+    from lib import _validate
+    with pytest.raises(ValueError, match="^n = 10000001 is too large \\(at most 10000000\\)"):
+        _validate.size("n", 10**7 + 1, maximum=10**7)
+
+
+def test_divergence_in_a_sweep_names_the_run_and_its_steps():
+    def quad(w):
+        return jnp.sum(w ** 2)
+    # step 0.1 converges; step 10 multiplies w by -19 each step: the loss 19^(2k) is inf
+    # after k = 121 steps (the converging run went on to 1000: the old message said 1000)
+    with pytest.raises(flows.DivergenceError,
+                       match="runs \\[1\\] diverged.*after \\[121\\] steps"):
+        flows.gradient_descent_sweep(quad, jnp.ones((2, 2)), step_size=jnp.array([0.1, 10.0]),
+                                     num_steps=1000)
+
+
+# kind 5: errors from deep inside numpy / jax / cvxpy
+
+def test_kernel_max_margin_zero_k_and_bad_accuracies_and_sizes():
+    with pytest.raises(ValueError, match="K must not be the zero matrix"):
+        margins.kernel_max_margin(np.zeros((2, 2)), [1.0, -1.0])
+    for bad in ("abc", None, [1 + 1j], [True, False]):
+        with pytest.raises(ValueError, match="accuracies"):
+            diagonal.exponential_loss_path(X1, [1.0], 1.0, accuracies=bad)
+    with pytest.raises(ValueError, match="^n = "):
+        parity.bsp_correlations(10**30, [0], 0.5)
+    with pytest.raises(ValueError, match="^n \\* n = "):
+        parity.bsp_second_moments(10**6, 0.5)
+    with pytest.raises(ValueError, match="^n = "):
+        parity.bsp_best_linear_loss(10**30, [0], 0.5)
+    with pytest.raises(ValueError, match="^d = "):
+        diagonal.init_diagonal(10**30, 1.0)
+
+
+# kind 6: margin_limit stalled at D = 3 on benign data (Armijo below rounding level)
+
+def test_margin_limit_converges_at_depth_three():
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        X = rng.normal(size=(4, 6))
+    y = np.sign(X[:, 0])
+    w, lam = diagonal.margin_limit(X, y, 1e-6, 3, return_dual=True)
+    margin = y * (X @ np.asarray(w))
+    # KKT checked here independently: primal feasibility and complementary slackness
+    assert margin.min() >= 1 - 1e-8
+    assert np.max(np.abs(np.minimum(np.asarray(lam), margin - 1))) <= 1e-8
+
+
+def test_empty_inputs_are_refused_by_name():
+    E2, E0 = np.zeros((0, 2)), np.zeros(0)
+    p1 = {"a": np.ones(1), "B": np.ones((1, 2))}
+    for f in (lambda: margins.f1_normalized_margin(p1, E2, E0),
+              lambda: margins.simplex_max_margin(E2, E0),
+              lambda: diagonal.margin_limit(E2, E0, 1.0),
+              lambda: diagonal.exponential_loss_path(E2, E0, 1.0)):
+        with pytest.raises(ValueError, match="^X must have at least one row and one column"):
+            f()
+    with pytest.raises(ValueError, match="params must have m >= 1 units"):
+        margins.f1_path_norm({"a": E0, "B": E2})

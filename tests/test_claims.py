@@ -125,3 +125,16 @@ def test_records_append_with_run_id(tmp_path):
     assert [r["claim"] for r in lines] == ["ch/one", "ch/two"]
     assert {r["run"] for r in lines} == {claims.RUN_ID}
     assert lines[1]["value"] == [1, 2] and len(claims.records) == before + 2
+
+
+@pytest.mark.parametrize("full, status", [("1", "reproduced"), ("0", "reduced size")])
+def test_default_size_follows_krr_full(tmp_path, monkeypatch, full, status):
+    """Without ``size``, a record made at the papers' size (KRR_FULL=1) is *reproduced* and one
+    at the default size *reduced size*; an explicit ``size="reduced"`` wins at paper size."""
+    monkeypatch.setenv("KRR_FULL", full)
+    rec = claims.record("ch/a", source="s", statement="t", value=1.0, passed=True,
+                        directory=tmp_path)
+    assert rec["status"] == status
+    rec = claims.record("ch/b", source="s", statement="t", value=1.0, passed=True,
+                        size="reduced", directory=tmp_path)
+    assert rec["status"] == "reduced size"

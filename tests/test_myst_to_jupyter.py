@@ -126,3 +126,39 @@ def test_colab_export_converts_a_notebook_built_by_another_route(tmp_path, monke
     out = nbformat.read(tmp_path / "out" / "chapters" / "setup.ipynb", as_version=4)
     assert "\\tag{1.1}" in out.cells[0].source  # setup is chapter 1 of the course's _toc.yml
     assert out.cells[-1].source.startswith("## References")
+
+
+def test_figure_references_become_figure_numbers():
+    """{numref} of a figure (named in the drawing cell's mystnb.figure metadata) reads as on the
+    page, "Figure <chapter>.<k>" with k counted over the figure cells in order."""
+    cells = [nbformat.v4.new_markdown_cell("See {numref}`fig-b` and {numref}`fig-a`."),
+             nbformat.v4.new_code_cell("plot_a()"), nbformat.v4.new_code_cell("x = 1"),
+             nbformat.v4.new_code_cell("plot_b()")]
+    cells[1].metadata["mystnb"] = {"figure": {"name": "fig-a", "caption": "A."}}
+    cells[3].metadata["mystnb"] = {"figure": {"name": "fig-b"}, "image": {"alt": "B"}}
+    nb = m2j.convert_notebook(nbformat.v4.new_notebook(cells=cells), chapter=3)
+    assert nb.cells[0].source == "See Figure 3.2 and Figure 3.1."
+
+
+@pytest.mark.parametrize("chapter", sorted(p.stem for p in (ROOT / "chapters").glob("*.md")))
+def test_every_figure_reference_resolves(chapter):
+    """Every {numref} of a chapter names one of its figures; each figure has a caption and an
+    alternative text, and the converted notebook reads "Figure n.k" where the page does."""
+    nb = jupytext.read(ROOT / "chapters" / f"{chapter}.md")
+    figures = [c.metadata["mystnb"] for c in nb.cells
+               if c.cell_type == "code" and "figure" in c.metadata.get("mystnb", {})]
+    names = [f["figure"]["name"] for f in figures]
+    assert len(names) == len(set(names)), names
+    for f in figures:
+        assert f["figure"].get("caption"), f
+        assert f.get("image", {}).get("alt") or f["figure"]["name"] == "fig-f1f2-animation", f
+    text = "\n".join(c.source for c in nb.cells)
+    refs = re.findall(r"\{numref\}`([^`]+)`", text)
+    assert set(refs) <= set(names), set(refs) - set(names)
+    number = m2j.chapter_numbers(ROOT).get(chapter)
+    out = m2j.convert_notebook(nb, chapter=number)
+    md = "\n".join(c.source for c in out.cells if c.cell_type == "markdown")
+    assert "fig-" not in md
+    for k, name in enumerate(names, 1):
+        if name in refs:
+            assert f"Figure {number}.{k}" in md, (name, k)
