@@ -16,7 +16,8 @@ Jupyter and Colab render ``$...$`` and ``$$...$$`` with MathJax but know nothing
 * ``{cite}`` / ``{cite:p}`` become "(Author et al., 2020)", ``{cite:t}`` "Author et al.
   (2020)", and a last cell lists the references cited;
 * ``{eq}`` becomes "(n)", ``{prf:ref}`` "Theorem n", ``{numref}`` of a figure "Figure n" (a
-  figure is the code cell whose ``mystnb.figure.name`` metadata names it, numbered in order),
+  figure is the code cell whose ``mystnb.figure.name`` metadata names it, numbered in order;
+  its caption becomes a Markdown cell "**Figure n.** caption" below it, as on the page),
   ``{ref}``/``{numref}`` otherwise their text or label, ``{py:func}`` and other code roles
   inline code, any other role its text;
 * target lines ``(label)=`` and MyST comments ``% ...`` are dropped; any other directive keeps
@@ -314,6 +315,21 @@ def convert_notebook(nb, *, bib: dict | None = None, chapter: str | int | None =
     for cell in md:
         cell.source = "\n".join(_convert_lines(cell.source.split("\n"), numbers, bib,
                                                cited)).strip("\n")
+    cells = []  # each figure's caption, numbered as on the page, as a cell below its figure
+    for cell in nb.cells:
+        cells.append(cell)
+        figure = ((cell.metadata.get("mystnb") or {}).get("figure") or {})
+        caption = figure.get("caption") if isinstance(figure, dict) else None
+        if cell.cell_type != "code" or not caption or not figure.get("name"):
+            continue
+        number = numbers.labels.get(str(figure["name"]), ("figure", ""))[1]
+        text = "\n".join(_convert_lines(str(caption).strip().split("\n"), numbers, bib, cited))
+        below = nbformat.v4.new_markdown_cell(f"**Figure {number}.** {text.strip()}")
+        below.metadata["tags"] = ["figure-caption"]
+        if nb.get("nbformat_minor", 5) < 5:
+            below.pop("id", None)
+        cells.append(below)
+    nb.cells = cells
     if cited:
         lines = ["## References", ""]
         for key in sorted(cited, key=lambda k: (bib.get(k, {}).get("cite", k),

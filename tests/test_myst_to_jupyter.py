@@ -140,6 +140,21 @@ def test_figure_references_become_figure_numbers():
     assert nb.cells[0].source == "See Figure 3.2 and Figure 3.1."
 
 
+def test_figure_captions_become_cells_below_their_figures():
+    """A figure's caption (with its math and references converted) is a Markdown cell right
+    below the cell that draws it, numbered as on the page; a figure without caption gets none."""
+    cells = [nbformat.v4.new_code_cell("plot_a()"), nbformat.v4.new_code_cell("plot_b()"),
+             nbformat.v4.new_code_cell("x = 1")]
+    cells[0].metadata["mystnb"] = {"figure": {"name": "fig-a",
+                                              "caption": "Slope $-1$; compare {numref}`fig-b`."}}
+    cells[1].metadata["mystnb"] = {"figure": {"name": "fig-b"}}
+    nb = m2j.convert_notebook(nbformat.v4.new_notebook(cells=cells), chapter=2)
+    kinds = [c.cell_type for c in nb.cells]
+    assert kinds == ["code", "markdown", "code", "code"], kinds
+    assert nb.cells[1].source == "**Figure 2.1.** Slope $-1$; compare Figure 2.2."
+    assert nb.cells[1].metadata["tags"] == ["figure-caption"]
+
+
 @pytest.mark.parametrize("chapter", sorted(p.stem for p in (ROOT / "chapters").glob("*.md")))
 def test_every_figure_reference_resolves(chapter):
     """Every {numref} of a chapter names one of its figures; each figure has a caption and an
