@@ -125,9 +125,7 @@ def is_stale(srcdir: Path, meta: dict, chapter: str) -> bool:
 def chapter_run(meta: dict, chapter: str) -> dict:
     """The paper-size run that recorded ``chapter``: ``results/full/run.json`` keeps one entry
     per chapter (``make full -k NAME RECORD=1`` re-records a single chapter)."""
-    if "chapters" in meta:
-        return meta["chapters"].get(chapter, {})
-    return meta
+    return meta.get("chapters", {}).get(chapter, {})
 
 
 def _full_cell(srcdir, meta, recs, chapter):
@@ -151,8 +149,7 @@ def _seeds_cell(srcdir, meta, recs, chapter, passed_here):
     which the chapter failed before recording the claim counts as not passed."""
     meta = chapter_run(meta, chapter)
     seeds = [int(s) for s in meta.get("seeds", [])]
-    failed_seeds = {int(s) for s in meta.get("failed_seeds", [])} | {
-        int(s) for s, v in meta.get("failed_chapters", {}).items() if chapter in v}
+    failed_seeds = {int(s) for s in meta.get("failed_seeds", [])}
     passed = {int(r["seed"]) for r in recs if r.get("passed") and "seed" in r}
     ran = {int(r["seed"]) for r in recs if "seed" in r} | (failed_seeds & set(seeds))
     k = int(bool(passed_here)) + len(passed & set(seeds))

@@ -186,17 +186,13 @@ def run_seeds(args) -> int:
     if args.record:  # -k replaces the records of its chapters only
         out = RESULTS / "seeds"
         (out / "claims").mkdir(parents=True, exist_ok=True)
-        run_file = out / "run.json"
-        runs = json.loads(run_file.read_text()).get("chapters", {}) if run_file.is_file() else {}
-        state = git_state(chapters)
         for name in sorted(names):
             lines = [json.dumps(r) for s in args.seeds for r in by_seed.get(s, [])
                      if r["chapter"] == name]
             (out / "claims" / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
-            runs[name] = {**state, "date": _now(), "seeds": list(args.seeds),
-                          "seconds": times.get(name, {}),
-                          "failed_seeds": [s for s in args.seeds if name in failed.get(s, [])]}
-        run_file.write_text(json.dumps({"chapters": dict(sorted(runs.items()))}, indent=1) + "\n")
+        record_runs(out / "run.json", chapters, lambda name: {
+            "seeds": list(args.seeds), "seconds": times.get(name, {}),
+            "failed_seeds": [s for s in args.seeds if name in failed.get(s, [])]})
         print(f"recorded in {out.relative_to(ROOT)}")
     print("all claims passed under every seed" if ok else "SOME CLAIMS OR CHAPTERS FAILED")
     return 0 if ok else 1
@@ -204,6 +200,23 @@ def run_seeds(args) -> int:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def record_runs(run_file: Path, chapters: list[Path], entry, replace_all: bool = False,
+                **extra) -> dict:
+    """Write ``run_file`` (``results/full/run.json`` or ``results/seeds/run.json``): one entry per
+    chapter, ``{commit, dirty, date, **entry(name)}``. The entries of ``chapters`` replace their
+    old ones and the other chapters' entries are kept (``-k NAME`` re-records one chapter),
+    unless ``replace_all`` (a whole-book run). ``extra`` keys go at the top level. Returns what
+    it wrote."""
+    old = json.loads(run_file.read_text()) if run_file.is_file() and not replace_all else {}
+    runs = old.get("chapters", {})
+    state = git_state(chapters)
+    for path in chapters:
+        runs[path.stem] = {**state, "date": _now(), **entry(path.stem)}
+    meta = {"chapters": dict(sorted(runs.items())), **extra}
+    run_file.write_text(json.dumps(meta, indent=1) + "\n")
+    return meta
 
 
 EXECUTED = re.compile(r"(?P<doc>[^\s:]+\.md)[^\n]*?Executed notebook in (?P<s>[0-9.]+) seconds")
@@ -267,17 +280,10 @@ def run_full(args) -> int:
         for path in sorted((out / "claims").glob("*.jsonl")):
             recs = [r for r in latest_records(out / "claims") if r["chapter"] == path.stem]
             (dest / "claims" / path.name).write_text("".join(json.dumps(r) + "\n" for r in recs))
-        run_file = dest / "run.json"
-        runs = json.loads(run_file.read_text()).get("chapters", {}) if run_file.is_file() else {}
-        if not args.k:
-            runs = {}
-        state = git_state(chapters)
-        for path in chapters:  # one entry per chapter: when, at which commit, how long
-            runs[path.stem] = {**state, "date": _now(), "seconds": times.get(path.stem),
-                               "cores": os.cpu_count()}
-        meta = {"chapters": dict(sorted(runs.items())),
-                "whole_build_seconds": None if args.k else round(total, 1)}
-        run_file.write_text(json.dumps(meta, indent=1) + "\n")
+        record_runs(dest / "run.json", chapters,
+                    lambda name: {"seconds": times.get(name), "cores": os.cpu_count()},
+                    replace_all=not args.k,
+                    whole_build_seconds=None if args.k else round(total, 1))
         print(f"recorded in {dest.relative_to(ROOT)}")
     if code != 0 or bad:
         print(f"FAILED (build exit {code}; failed claims: {', '.join(bad) or 'none'})")

@@ -79,13 +79,13 @@ def test_load_results_and_seed_cell(tmp_path):
     head = _repo(tmp_path)
     folder = tmp_path / "results" / "seeds"
     (folder / "claims").mkdir(parents=True)
-    meta = {"commit": head, "dirty": False, "seeds": [1, 2, 3, 4],
-            "failed_chapters": {"4": ["c"]}, "date": "2026-11-30T00:00:00+00:00"}
+    meta = {"chapters": {"c": {"commit": head, "dirty": False, "seeds": [1, 2, 3, 4],
+                               "failed_seeds": [4], "date": "2026-11-30T00:00:00+00:00"}}}
     (folder / "run.json").write_text(json.dumps(meta))
     recs = [rec("c/x", 1, True, 1.0), rec("c/x", 2, True, 1.0), rec("c/x", 3, False, 9.0)]
     (folder / "claims" / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     got_meta, by_claim = claims_ledger.load_results(tmp_path, "seeds")
-    assert got_meta["seeds"] == [1, 2, 3, 4] and len(by_claim["c/x"]) == 3
+    assert got_meta["chapters"]["c"]["seeds"] == [1, 2, 3, 4] and len(by_claim["c/x"]) == 3
     cell = claims_ledger._seeds_cell(tmp_path, got_meta, by_claim["c/x"], "c", True)
     assert cell.astext() == "3/5"            # seeds 0, 1, 2 passed; 3 failed; 4: chapter failed
     cell = claims_ledger._seeds_cell(tmp_path, got_meta, by_claim["c/x"], "c", False)
@@ -114,3 +114,27 @@ def test_seed_runs_are_per_chapter(tmp_path):
     recs = [rec("c/x", 1, True, 1.0), rec("c/x", 2, True, 1.0), rec("c/x", 3, False, 9.0)]
     assert claims_ledger._seeds_cell(tmp_path, meta, recs, "c", True).astext() == "3/5"
     assert claims_ledger._seeds_cell(tmp_path, meta, [], "d", True).astext() == "1/1"
+
+
+def test_record_runs_replaces_only_the_recorded_chapters(tmp_path, monkeypatch):
+    """What ``make full|seeds CHAPTER=name RECORD=1`` writes: the named chapter's entry is
+    replaced at the current commit, the others are kept; a whole-book run starts afresh."""
+    head = _repo(tmp_path)
+    monkeypatch.setattr(sweeps, "ROOT", tmp_path)
+    run_file = tmp_path / "run.json"
+    c, d = tmp_path / "chapters" / "c.md", tmp_path / "chapters" / "d.md"
+    run_file.write_text(json.dumps({"chapters": {
+        "c": {"commit": "0" * 40, "dirty": False, "seconds": 9.0},
+        "e": {"commit": "1" * 40, "dirty": False, "seconds": 5.0}}}))
+    meta = sweeps.record_runs(run_file, [c], lambda name: {"seconds": 1.5})
+    assert json.loads(run_file.read_text()) == meta
+    assert meta["chapters"]["c"]["commit"] == head and meta["chapters"]["c"]["seconds"] == 1.5
+    assert meta["chapters"]["c"]["dirty"] is False
+    assert meta["chapters"]["e"] == {"commit": "1" * 40, "dirty": False, "seconds": 5.0}
+    d.write_text("# d edited, not committed\n")
+    meta = sweeps.record_runs(run_file, [c, d], lambda name: {"seconds": len(name)},
+                              replace_all=True, whole_build_seconds=3.0)
+    assert sorted(meta["chapters"]) == ["c", "d"] and meta["whole_build_seconds"] == 3.0
+    assert meta["chapters"]["d"]["dirty"] is True       # recorded on uncommitted changes
+    assert claims_ledger.is_stale(tmp_path, meta["chapters"]["d"], "d")
+    assert not claims_ledger.is_stale(tmp_path, {"commit": head, "dirty": False}, "c")
