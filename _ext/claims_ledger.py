@@ -37,6 +37,7 @@ from sphinx.util.docutils import SphinxDirective
 logger = logging.getLogger(__name__)
 
 STATUS_CLASS = {"reproduced": "claim-reproduced", "reduced size": "claim-reduced",
+                "no size in source": "claim-nosize",
                 "failed": "claim-failed", "not covered": "claim-not-covered"}
 
 

@@ -33,9 +33,9 @@ from . import config
 
 __all__ = ["ClaimFailed", "STATUSES", "claims_dir", "record", "records"]
 
-STATUSES = ("reproduced", "reduced size", "failed", "not covered")
+STATUSES = ("reproduced", "reduced size", "no size in source", "failed", "not covered")
 """Statuses shown in the ledger. ``not covered`` is for paper claims the course lists but does not
-check; :func:`record` itself only produces the first three."""
+check; :func:`record` itself produces the first four."""
 
 RUN_ID = uuid.uuid4().hex
 """Identifies this process (one execution of a chapter); the ledger keeps only the latest run."""
@@ -44,7 +44,7 @@ records: list[dict] = []
 """Every record made in this process, in order (also when no file is written)."""
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*/[a-z0-9][a-z0-9_.-]*$")
-_SIZES = {"paper": "reproduced", "reduced": "reduced size"}
+_SIZES = {"paper": "reproduced", "reduced": "reduced size", "unspecified": "no size in source"}
 
 
 class ClaimFailed(AssertionError):
@@ -141,7 +141,10 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
             ``"reduced"`` (status *reduced size*). ``None`` (the default) means ``"paper"`` when
             the chapter runs at the papers' size (``KRR_FULL=1``, :func:`lib.config.full`) and
             ``"reduced"`` otherwise; a chapter passes ``"reduced"`` for a claim whose paper-size
-            run still differs from the paper's setting (and says why). A failed check has
+            run still differs from the paper's setting (and says why). ``"unspecified"``
+            (status *no size in source*, at every size) is for a claim whose source states no
+            setting to reproduce (a blog post's illustration, a theorem without an experiment):
+            the course's own sizes are then neither the paper's nor reduced. A failed check has
             status *failed*.
         directory: where to write; defaults to :func:`claims_dir`.
         raise_on_failure: raise :class:`ClaimFailed` when the check fails (default).
@@ -156,7 +159,7 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         ValueError: malformed ``claim_id``, empty ``source`` or ``statement``, not exactly one
             kind of check, ``value`` empty, complex or not numeric, ``expected``, ``tolerance``
             or ``bounds`` not finite, negative ``tolerance``, ``bounds`` with ``lo > hi`` or
-            both ``None``, ``passed`` not a boolean, ``size`` not ``"paper"``/``"reduced"``,
+            both ``None``, ``passed`` not a boolean, ``size`` not ``"paper"``/``"reduced"``/``"unspecified"``,
             an empty ``directory``, or a non-finite ``value`` given as passing.
         OSError: the record cannot be written to ``directory`` (nothing is recorded then).
         ClaimFailed: the check failed (the record is written first, with status ``failed``).
@@ -178,7 +181,7 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
     if size is None:
         size = "paper" if config.full() else "reduced"
     if not isinstance(size, str) or size not in _SIZES:
-        raise ValueError(f"size must be 'paper' or 'reduced', got {size!r}")
+        raise ValueError(f"size must be 'paper', 'reduced' or 'unspecified', got {size!r}")
     kinds = [expected is not None or tolerance is not None, bounds is not None,
              passed is not None]
     if sum(kinds) != 1:

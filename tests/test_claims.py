@@ -51,7 +51,8 @@ def test_bounds(tmp_path, value, bounds, ok):
     assert rec["passed"] is all(lo <= v <= hi for v in np.atleast_1d(value)) is ok
 
 
-@pytest.mark.parametrize("size, status", [("paper", "reproduced"), ("reduced", "reduced size")])
+@pytest.mark.parametrize("size, status", [("paper", "reproduced"), ("reduced", "reduced size"),
+                                          ("unspecified", "no size in source")])
 def test_size_sets_status_only_when_passed(tmp_path, size, status):
     assert claims.record("ch/a", value=1.0, passed=True, size=size, directory=tmp_path,
                          **BASE)["status"] == status
