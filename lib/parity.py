@@ -367,8 +367,8 @@ def bsp_best_linear_edge(n: int, subset, alpha: float):
         ValueError: as :func:`biased_sparse_parity`.
 
     Example:
-        >>> tau = 1e-6 / 2**7
-        >>> round(bsp_best_linear_edge(128, range(7), 1e-6) / tau**2, 3)   # 2k + (n - k)/8
+        >>> tau = 1e-8 / 2**7
+        >>> round(bsp_best_linear_edge(128, range(7), 1e-8) / tau**2, 3)   # 2k + (n - k)/8
         29.125
     """
     n, idx, alpha = _check_problem(n, subset, alpha)
