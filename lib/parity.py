@@ -25,7 +25,8 @@ use (checked in ``tests/test_parity.py``): value and gradient at :math:`\theta =
 parity output once one gradient step has moved :math:`\theta` onto the relevant coordinates.
 
 Exact population quantities are computed either in closed form
-(:func:`bsp_correlations`, :func:`bsp_second_moments`, :func:`bsp_best_linear_loss`) or by
+(:func:`bsp_correlations`, :func:`bsp_second_moments`, :func:`bsp_best_linear_loss`,
+:func:`bsp_best_linear_edge`) or by
 enumerating the finite support of the distribution (:func:`parity_atoms`,
 :func:`population_loss`, :func:`best_feature_loss`), which is exact for :math:`n \le 16`.
 """
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_ENUMERATE",
     "best_feature_loss",
     "biased_sparse_parity",
+    "bsp_best_linear_edge",
     "bsp_best_linear_loss",
     "bsp_correlations",
     "bsp_second_moments",
@@ -341,11 +343,39 @@ def bsp_best_linear_loss(n: int, subset, alpha: float):
         >>> bsp_best_linear_loss(10, [0, 1, 2], 0.0)
         0.5
     """
+    return float(0.5 - bsp_best_linear_edge(n, subset, alpha))
+
+
+def bsp_best_linear_edge(n: int, subset, alpha: float):
+    r"""Exact edge :math:`\tfrac12 c^\top \Sigma^{-1} c` of the best linear predictor.
+
+    The same quantity as ``0.5 - bsp_best_linear_loss(n, subset, alpha)`` (Malach et al. 2021,
+    Claim 3.2; see :func:`bsp_best_linear_loss` for the Sherman-Morrison formula), computed
+    without the subtraction from 1/2, so it keeps its relative precision when the edge is far
+    below the rounding error of 1/2 (at :math:`n = 128`, :math:`k = 7`, :math:`\alpha = 10^{-6}`
+    the edge is about :math:`2 \cdot 10^{-15}`). As :math:`\alpha \to 0` with
+    :math:`\tau = \alpha/2^k` and :math:`k \ge 2`, the edge is
+    :math:`\bigl(2k + (n-k)/8\bigr)\tau^2 \bigl(1 + O(n\alpha)\bigr)`.
+
+    Args:
+        n, subset, alpha: the distribution, as in :func:`biased_sparse_parity`.
+
+    Returns:
+        A Python float in :math:`[0, \tfrac12]`.
+
+    Raises:
+        ValueError: as :func:`biased_sparse_parity`.
+
+    Example:
+        >>> tau = 1e-8 / 2**7
+        >>> round(bsp_best_linear_edge(128, range(7), 1e-8) / tau**2, 3)   # 2k + (n - k)/8
+        29.125
+    """
     n, idx, alpha = _check_problem(n, subset, alpha)
     c = np.asarray(bsp_correlations(n, idx, alpha))
     a, b = 1.0 - alpha / 4, alpha / 4
     quad = (c @ c - b * c.sum() ** 2 / (a + n * b)) / a
-    return float(0.5 - 0.5 * quad)
+    return float(0.5 * quad)
 
 
 # ----------------------------------------------------------------------------- enumeration

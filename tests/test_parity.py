@@ -65,6 +65,30 @@ def test_claim_3_2_brackets_the_kernel_loss(n, k, alpha):
     assert 0.5 - alpha / 2 <= loss <= 0.5 - alpha**2 / 2 ** (2 * k)
 
 
+@pytest.mark.parametrize("n,subset,alpha", CASES)
+def test_best_linear_edge_vs_least_squares(n, subset, alpha):
+    # independent answer: weighted least squares over the enumerated distribution
+    loss_ls, _ = P.best_feature_loss(lambda x: x, P.parity_atoms(n, subset, alpha))
+    assert P.bsp_best_linear_edge(n, subset, alpha) == pytest.approx(0.5 - loss_ls, abs=1e-12)
+
+
+@pytest.mark.parametrize("n,k", [(10, 3), (128, 7)])
+@pytest.mark.parametrize("alpha", [1e-7, 1e-5, 1e-3, 0.2])
+def test_best_linear_edge_keeps_relative_precision(n, k, alpha):
+    # independent answer: the moments written from the mixture (uniform bits with prob.
+    # 1 - alpha, bits of mean 1/2 with prob. alpha), solved densely; relative agreement even
+    # where the edge is far below the rounding error of 1/2
+    c = np.full(n, alpha * 0.5 ** (k + 1))
+    c[:k] = alpha * 0.5 ** (k - 1)
+    sigma = np.eye(n) + alpha * 0.25 * (np.ones((n, n)) - np.eye(n))
+    edge = 0.5 * c @ np.linalg.solve(sigma, c)
+    assert P.bsp_best_linear_edge(n, range(k), alpha) == pytest.approx(edge, rel=1e-10)
+    # and the small-alpha limit (2k + (n - k)/8) tau^2, with a relative correction O(n alpha)
+    tau = alpha / 2**k
+    limit = (2 * k + (n - k) / 8) * tau**2
+    assert abs(edge / limit - 1) < n * alpha
+
+
 def test_uniform_parity_has_no_linear_edge():
     assert P.bsp_best_linear_loss(12, [0, 5, 7], 0.0) == 0.5
 
