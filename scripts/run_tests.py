@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))  # the pytest plugin nbval_build_rules
-from lib.homework import toc_chapters  # noqa: E402  (chapters named in _toc.yml, in order)
+from homework.edition import toc_chapters  # noqa: E402  (chapters named in _toc.yml, in order)
 
 NBTEST = ROOT / "_nbtest"
 
