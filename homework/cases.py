@@ -33,7 +33,8 @@ except ImportError:
     pass
 importlib.reload = lambda module: module
 """,
-    # rewrites every JSON record the grader might write
+    # rewrites every JSON record the grader might write (this breaks the kernel's own
+    # messages: otter gets no result, the row says "error" with 0 points)
     "json": """\
 import json
 json.dumps = lambda *a, **k: '{"score": 100, "status": "passes"}'
@@ -121,7 +122,7 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
 
     nb = copy.deepcopy(blank)
     _insert_after_setup(nb, CELLS["json"])
-    put("cheat_json", nb, ZERO)
+    put("cheat_json", nb, ZERO, status="error")  # breaks its own kernel: 0, flagged
 
     nb = copy.deepcopy(solved)
     _insert_after_setup(nb, CELLS["zeros_ntk"])
