@@ -43,7 +43,7 @@ full: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py full $(if $(CHAPTER),-k $(CHAPTER)) $(if $(filter 1,$(RECORD)),--record)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check lib tests scripts _ext
+	$(VENV)/bin/ruff check lib homework tests scripts _ext
 
 clean:
 	rm -rf _build _nbtest
