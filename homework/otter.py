@@ -266,14 +266,31 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None):
 
 
 def _convert_markdown(nb, chapter: str):
-    """MyST roles, math and references in the Markdown cells rendered for plain Jupyter."""
+    """MyST roles, math and references in the Markdown cells rendered for plain Jupyter, with
+    equations, theorems and figures numbered as in the whole chapter (not only its exercises)."""
+    import nbformat
+
     sys.path.insert(0, str(ROOT / "_ext"))
     try:
         import myst_to_jupyter as m2j
 
         bib = m2j.read_bibliography([ROOT / "references.bib"])
-        numbers = m2j.chapter_numbers(ROOT).get(chapter)
-        m2j.convert_notebook(nb, bib=bib, chapter=numbers)
+        numbers = m2j.Numbers(m2j.chapter_numbers(ROOT).get(chapter))
+        full = edition.chapter_notebook(edition.resolve_chapter(chapter))
+        m2j._scan_numbers([c.source for c in full.cells if c.cell_type == "markdown"], numbers)
+        for cell in full.cells:
+            figure = ((cell.metadata.get("mystnb") or {}).get("figure") or {})
+            if cell.cell_type == "code" and isinstance(figure, dict) and figure.get("name"):
+                numbers.add("figure", str(figure["name"]))
+        cited: list[str] = []
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = "\n".join(m2j._convert_lines(cell.source.split("\n"), numbers, bib,
+                                                           cited)).strip("\n")
+        if cited:
+            lines = ["## References", ""]
+            lines += [f"- {bib[k]['entry']}" if k in bib else f"- {k}" for k in sorted(cited)]
+            nb.cells.append(nbformat.v4.new_markdown_cell("\n".join(lines)))
     finally:
         sys.path.remove(str(ROOT / "_ext"))
     return nb

@@ -77,6 +77,19 @@ def test_verify_passes_a_correct_answer_and_rejects_a_wrong_one():
         hidden.verify("setup/ntk-linear-two-layer", {}, "f", seed=1)
 
 
+def test_float32_answer_within_the_stated_tolerance_passes():
+    from homework.checks import CheckFailed, assert_close
+
+    def f32(U, v, x1, x2):
+        return _ntk(U, v, x1, x2).astype(jnp.float32)
+
+    hidden.verify("setup/ntk-linear-two-layer", {"f": f32}, "f", seed=5)
+    want = jnp.array([1.0, 1e-9, 2.0])
+    assert_close(want * (1 + 1e-8), want, "x")  # relative 1e-8 of the largest entry passes
+    with pytest.raises(CheckFailed, match=r"off by a relative 5\.00e-04 \(tolerance 1e-06\)"):
+        assert_close(want + jnp.array([0.0, 0.0, 1e-3]), want, "x")
+
+
 def test_verify_ignores_a_patched_lib_and_a_patched_registry(monkeypatch):
     import homework.checks as checks
     import lib
