@@ -59,7 +59,11 @@ GRADES ?= grades
 CHAPTER ?=
 JOBS ?= 1
 
-.PHONY: assign grade
+.PHONY: assign grade student
+
+# The student website (the book with every solution removed) into _build/student/html.
+student: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/student.py site
 
 assign: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m homework.assign $(CHAPTER)
