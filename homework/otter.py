@@ -175,6 +175,28 @@ def solution_cell(source: str, keep: set[str] | None = None) -> str:
     return "\n\n".join(out) + "\n"
 
 
+# The public test: the answer is defined and is not the handed-out stub (a def whose body is
+# `...`). It runs in the student's environment, so it imports nothing of the course.
+PUBLIC_TEST = """\
+def test_attempted(env):
+    import ast, inspect, textwrap
+    answer = env.get(ANSWER, ...)
+    assert answer is not ..., 'not attempted: replace the ... by your answer'
+    assert answer is not None, ANSWER + ' is None (a missing return?)'
+    stub = False
+    if callable(answer):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
+            body = [n for n in tree.body[0].body if not (isinstance(n, ast.Expr)
+                    and isinstance(getattr(n.value, 'value', None), str))]
+            stub = len(body) == 1 and isinstance(body[0], ast.Expr) and getattr(
+                body[0].value, 'value', None) is Ellipsis
+        except (OSError, TypeError, SyntaxError, IndexError, AttributeError):
+            stub = False
+    assert not stub, 'not attempted: write the body of ' + ANSWER
+test_attempted(globals())"""
+
+
 def _test_cell(body: str, *, points: float, hidden: bool, failure: str | None = None) -> str:
     config = [f"points: {points}", f"hidden: {'true' if hidden else 'false'}"]
     if failure:
@@ -203,12 +225,8 @@ def question_cells(q: Question, seeds: list[int]):
     cells += [code(solution_cell(src, keep)) for src in q.solution_code]
     cells += [raw("# END SOLUTION")]
     cells.append(raw("# BEGIN TESTS"))
-    cells.append(code(_test_cell(
-        "def test_attempted(env):\n"
-        f"    answer = env.get({q.answer!r}, ...)\n"
-        "    assert answer is not ..., 'not attempted: replace the ... by your answer'\n"
-        f"    assert answer is not None, {q.answer!r} + ' is None (a missing return?)'\n"
-        "test_attempted(globals())", points=0, hidden=False)))
+    cells.append(code(_test_cell(PUBLIC_TEST.replace("ANSWER", repr(q.answer)),
+                                 points=0, hidden=False)))
     for j, seed in enumerate(seeds, 1):
         cells.append(code(_test_cell(
             f"def test_hidden_{j}(env):\n"

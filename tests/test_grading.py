@@ -57,6 +57,21 @@ def test_solution_cell_keeps_signatures_and_marks_bodies():
     assert "other" not in out and "print" not in out
 
 
+def test_public_test_rejects_the_stub_and_accepts_an_answer(tmp_path):
+    source = ho.PUBLIC_TEST.replace("ANSWER", repr("f"))
+    code = tmp_path / "cells.py"
+    code.write_text("def stub(x):\n    \"\"\"Doc.\"\"\"\n    ...\n\n\ndef real(x):\n    return x\n")
+    namespace: dict = {}
+    exec(compile(code.read_text(), str(code), "exec"), namespace)  # functions with a source
+    for f, ok in ((namespace["stub"], False), (namespace["real"], True), (..., False)):
+        env = {"f": f}
+        if ok:
+            exec(source, env)
+        else:
+            with pytest.raises(AssertionError, match="not attempted"):
+                exec(source, env)
+
+
 # --------------------------------------------------------------------------------------------
 # Hidden tests in the submission's process
 # --------------------------------------------------------------------------------------------
