@@ -139,7 +139,6 @@ def chapter_questions(path: str | os.PathLike):
              "Run the first code cell, then answer each question in the cell below it; "
              "`grader.check(\"<question>\")` runs the public tests. Your answers are graded "
              "with more tests than those you see (on other random inputs).")
-    questions = [q for q in questions if q.kind == "derivation" or q.check_id]
     return setup, intro, questions
 
 
@@ -217,6 +216,12 @@ def question_cells(q: Question, seeds: list[int]):
                 md(f"**Question `{q.name}` (written answer, graded by hand).** {statement}"),
                 raw("# BEGIN SOLUTION"), md(answer), raw("# END SOLUTION"),
                 raw("# END QUESTION")]
+    if not q.check_id:  # code without a checker: graded by hand, like a derivation
+        return ([raw(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: 2"),
+                 md(f"**Question `{q.name}` (code, graded by hand).** {statement}"),
+                 raw("# BEGIN SOLUTION")]
+                + [code(solution_cell(src)) for src in q.solution_code]
+                + [raw("# END SOLUTION"), raw("# END QUESTION")])
     n_hidden = len(seeds) + (1 if q.check_id in FORBIDDEN else 0)
     cells = [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: {n_hidden}"),
              md(f"**Question `{q.name}`.** {statement}")]
