@@ -336,9 +336,12 @@ def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bo
     import nbformat
 
     out = Path(out or ROOT / "_build" / "assign")
+    every = not chapters
     chapters = chapters or [p.stem for p in edition.toc_chapters()]
     done = {}
     for name in chapters:
+        if every and not chapter_questions(edition.resolve_chapter(name))[2]:
+            continue  # a page without exercises (e.g. this instructors page)
         nb = master_notebook(name, seed_source=seed_source)
         stem = nb.metadata["homework"]["chapter"]
         try:
