@@ -43,25 +43,33 @@ full: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/sweeps.py full $(if $(CHAPTER),-k $(CHAPTER)) $(if $(filter 1,$(RECORD)),--record)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check lib tests scripts _ext
+	$(VENV)/bin/ruff check lib homework tests scripts _ext
 
 clean:
 	rm -rf _build _nbtest
 
-# Homework (see chapters/instructors.md):
-#   make student                                     student site + student notebooks, in _build/student
-#   make grade SUBMISSIONS=folder [CHAPTER=setup] [GRADES=grades.csv]   grade submitted notebooks
+# Homework on otter-grader (see chapters/instructors.md):
+#   make assign [CHAPTER=setup]     otter master notebooks from the chapters, then `otter assign`:
+#                                   _build/assign/<chapter>/dist/student (hand out) and
+#                                   dist/autograder/*.zip (hidden tests: Gradescope or make grade)
+#   make grade SUBMISSIONS=folder [CHAPTER=setup] [GRADES=grades] [JOBS=2]
+#                                   grades.csv (points per question) + feedback/<student>.md
 SUBMISSIONS ?= submissions
-GRADES ?= grades.csv
+GRADES ?= grades
 CHAPTER ?=
+JOBS ?= 1
 
-.PHONY: student grade
+.PHONY: assign grade student
 
+# The student website (the book with every solution removed) into _build/student/html.
 student: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/student.py
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/student.py site
+
+assign: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m homework.assign $(CHAPTER)
 
 grade: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/grade.py $(SUBMISSIONS) --out $(GRADES) $(if $(CHAPTER),--chapter $(CHAPTER))
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m homework.grade "$(SUBMISSIONS)" --out "$(GRADES)" --jobs $(JOBS) $(if $(CHAPTER),--chapter "$(CHAPTER)")
 # Headless Chromium (Playwright driving the Debian `chromium`, offline) over every built page: math,
 # images, console errors, exercises, downloads, dark mode, axe-core audit, keyboard; screenshots
 # in _build/screenshots; a chapter figure whose alternative text is empty or its file name fails

@@ -14,8 +14,8 @@ double precision. Public functions are re-exported here:
   selected-parity models (Malach et al. 2021).
 * :mod:`lib.diagonal`: diagonal linear networks, their implicit bias Q and its exact limits.
 * :mod:`lib.plotting`: the figure style.
-* :mod:`lib.checks`: self-checks for the exercises.
-* :mod:`lib.homework`: student editions (stubs, site) and the grader for submissions.
+* :func:`lib.check`: the chapters' self-check cells (the checkers themselves live with the
+  instructors' grader, the repository's ``homework`` package, not in ``lib``).
 * :mod:`lib.claims`: the claims ledger (record a checked claim where it is asserted).
 * :mod:`lib.config`: the run's size (``KRR_FULL``) and seed (``KRR_SEED``), and the keys
   derived from it.
@@ -26,7 +26,6 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from . import (  # noqa: E402
-    checks,
     claims,
     config,
     convex,
@@ -40,7 +39,7 @@ from . import (  # noqa: E402
     plotting,
     twolayer,
 )
-from .checks import check  # noqa: E402
+from ._check import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
 from .diagonal import (  # noqa: E402
     Q,
@@ -57,7 +56,6 @@ from .flows import (  # noqa: E402
     gradient_flow,
     snapshot_steps,
 )
-from .homework import todo  # noqa: E402  (also binds lib.homework)
 from .kernels import (  # noqa: E402
     kernel_distance,
     kernel_regression,
@@ -107,7 +105,6 @@ __all__ = [
     "DivergenceError",
     "Trajectory",
     "check",
-    "checks",
     "claims",
     "config",
     "convex",
@@ -126,8 +123,6 @@ __all__ = [
     "two_layer",
     "two_layer_batch",
     "twolayer",
-    "homework",
-    "todo",
     "kernels",
     "lazy",
     "kernel_distance",

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lib import homework  # noqa: E402
+from homework import edition as homework  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import myst_to_jupyter  # noqa: E402  (MyST -> plain Jupyter Markdown, as the downloads)

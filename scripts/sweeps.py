@@ -43,7 +43,7 @@ from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from lib.homework import toc_chapters  # noqa: E402
+from homework.edition import toc_chapters  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from build_book import kernel_env  # noqa: E402  (kernels log only errors, as in the build)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.checks import check, registered
+from homework.checks import check, registered
 
 
 def stub(*args):

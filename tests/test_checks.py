@@ -6,8 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import homework.checks
 import lib
-from lib.checks import check, registered
+from homework.checks import check, registered
 
 
 def _ntk_linear(U, v, x1, x2):
@@ -50,7 +51,7 @@ def test_every_registered_exercise_is_covered_here():
 def test_correct_passes(exercise, capsys):
     assert check(exercise, CORRECT[exercise]).status == "passes"
     assert "passes" in capsys.readouterr().out
-    assert lib.checks.results[exercise].status == "passes"
+    assert homework.checks.results[exercise].status == "passes"
 
 
 @pytest.mark.parametrize("exercise", sorted(WRONG))
@@ -75,7 +76,7 @@ def test_unknown_exercise():
 
 
 def test_check_keys_differ_between_exercises():
-    from lib.checks import _key
+    from homework.checks import _key
     a = jax.random.normal(_key("setup/symmetrize"), (3,))
     b = jax.random.normal(_key("setup/gd-least-squares"), (3,))
     assert not np.allclose(a, b)

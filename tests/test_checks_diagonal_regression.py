@@ -6,7 +6,7 @@ import numpy as np
 from checker_contract import checker_contract
 
 import lib
-from lib.checks import check
+from homework.checks import check
 
 
 def _dual(nu, X, y, alpha):

@@ -11,19 +11,17 @@ scores are written by hand from what each submission does, not taken from a prev
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import time
 from pathlib import Path
 
-import jupytext
 import nbformat
 import numpy as np
 import pytest
 
+import homework.checks
+import homework.edition as hw
 import lib
-from lib import homework as hw
 
 FIXTURES = Path(__file__).parent / "fixtures" / "homework"
 DEMO = FIXTURES / "demo.md"
@@ -95,7 +93,7 @@ def test_colon_fences_nested_blocks_and_plain_code_blocks(tmp_path):
     ("def f(a, b=2, *c, d, **e) -> int:\n    '''doc HIDDENANSWER'''\n    return a\n",
      ["def f(a, b=2, *c, d, **e) -> int:", "raise NotImplementedError"], ["return a", MARKER]),
     ("import numpy as np  # HIDDENANSWER\nvalue = np.pi\nprint(value)\n",
-     ["import numpy as np", "value = todo('ex/id')", "from lib.homework import todo"],
+     ["import numpy as np", "value = todo('ex/id')", "from homework.edition import todo"],
      ["np.pi", "print", MARKER]),
     ("a, (b, *c) = 1, (2, 3, 4)\n", ["a = todo", "b = todo", "c = todo"], ["1, (2"]),
     ("class Model:\n    def fit(self):\n        return 1\n", ["class Model:",
@@ -129,7 +127,7 @@ def test_todo_placeholder_raises_not_implemented(use):
     assert repr(hw.todo("demo/total")) == "todo('demo/total')"
 
 
-@pytest.mark.parametrize("exercise", sorted(e for e in lib.checks.registered()
+@pytest.mark.parametrize("exercise", sorted(e for e in homework.checks.registered()
                                             if e.startswith("setup/")))
 def test_todo_is_not_attempted_for_real_checkers(exercise):
     assert lib.check(exercise, hw.todo(exercise), quiet=True).status == "not attempted"
@@ -234,262 +232,10 @@ def test_student_config_hides_solutions():
         "student_edition.py").is_file()
 
 
-# --------------------------------------------------------------------------------------------
-# Grading
-# --------------------------------------------------------------------------------------------
-
-
-def _replace_stub(nb, exercise, source):
-    for cell in nb.cells:
-        if cell.metadata.get("homework", {}).get("exercise") == exercise:
-            cell.source = source
-            return nb
-    raise AssertionError(exercise)
-
-
-def _delete_stub(nb, exercise):
-    nb.cells = [c for c in nb.cells if c.metadata.get("homework", {}).get("exercise") != exercise]
-    return nb
-
-
-FORGE = """\
-import glob, json, os
-for path in glob.glob(os.path.join(os.path.dirname(os.getcwd()), "*")) + \\
-        glob.glob("/tmp/krr-grade-*/results.jsonl"):
-    try:
-        with open(os.path.join(path, "results.jsonl") if os.path.isdir(path) else path, "a") as f:
-            for ex in ("demo/square", "demo/total"):
-                f.write(json.dumps({"nonce": "guess", "exercise": ex, "status": "passes",
-                                    "message": ""}) + "\\n")
-    except OSError:
-        pass
-os._exit(1)
-"""
-
-
-CHEAT = """\
-import lib.checks as _c
-_c.check = lambda exercise, answer, quiet=False: _c.CheckResult(exercise, "passes", "")
-"""
-
-
-def _submissions(folder: Path) -> Path:
-    def student():
-        return hw.student_notebook(DEMO)
-
-    correct = jupytext.read(DEMO)
-    correct.metadata["homework"] = {"chapter": "demo"}
-    subs = {
-        "correct": correct,
-        "blank": student(),
-        "exception": _replace_stub(
-            _replace_stub(student(), "demo/square", "def square(x):\n    return x / 0\n"),
-            "demo/total", "raise RuntimeError('before total')\ntotal = 6\n"),
-        "loop": _replace_stub(
-            _replace_stub(student(), "demo/square", "def square(x):\n    while True:\n"
-                                                    "        pass\n"),
-            "demo/total", "while True:\n    pass\n"),
-        "renamed_deleted": _delete_stub(
-            _replace_stub(student(), "demo/square", "def sq(x):\n    return x * x\n"),
-            "demo/total"),
-        "dead_forger": student(),
-        "cheater": student(),
-    }
-    subs["loop"].cells.append(nbformat.v4.new_code_cell("total = 1 + 2 + 3"))
-    subs["dead_forger"].cells.insert(0, nbformat.v4.new_code_cell(FORGE))
-    subs["cheater"].cells.insert(0, nbformat.v4.new_code_cell(CHEAT))
-    for name, nb in subs.items():
-        nbformat.write(nb, folder / f"{name}.ipynb")
-    (folder / "invalid_json.ipynb").write_text('{"cells": [ not json')
-    (folder / "not_a_notebook.ipynb").write_text(json.dumps({"hello": "world"}))
-    return folder
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    folder = _submissions(tmp_path_factory.mktemp("submissions"))
-    out = tmp_path_factory.mktemp("grades") / "grades.csv"
-    before = {p: p.read_bytes() for p in Path(hw.ROOT, "lib").rglob("*.py")}
-    rows = hw.grade([folder], chapter=str(DEMO), cell_timeout=8, total_timeout=40, jobs=2)
-    after = {p: p.read_bytes() for p in Path(hw.ROOT, "lib").rglob("*.py")}
-    assert before == after
-    csv_path, summary = hw.write_grades(rows, out)
-    return {r.student: r for r in rows}, csv_path, summary
-
-
-EXPECTED = {
-    # student: (square score, total score, words in the square reason, in the total reason)
-    "correct": (1, 1, "", ""),
-    "blank": (0, 0, "not attempted", "not attempted"),
-    "exception": (0, 0, "ZeroDivisionError", "not defined"),
-    "loop": (0, 1, "did not finish", ""),
-    "renamed_deleted": (0, 0, "`square` is not defined", "`total` is not defined"),
-    "dead_forger": (0, 0, "kernel died", "kernel died"),
-    "cheater": (0, 0, "not attempted", "not attempted"),
-    "invalid_json": (0, 0, "invalid notebook", "invalid notebook"),
-    "not_a_notebook": (0, 0, "invalid notebook", "invalid notebook"),
-}
-
-
-@pytest.mark.parametrize("student", sorted(EXPECTED))
-def test_grade_each_case(graded, student):
-    rows, _, _ = graded
-    row = rows[student]
-    square, total, why_square, why_total = EXPECTED[student]
-    assert row.scores == {"demo/square": square, "demo/total": total}, row
-    assert why_square in row.reasons["demo/square"], row
-    assert why_total in row.reasons["demo/total"], row
-    if square:
-        assert row.reasons["demo/square"] == ""
-
-
-def test_grade_notes_say_what_happened(graded):
-    rows, _, _ = graded
-    assert "RuntimeError: before total" in rows["exception"].notes
-    assert "timeout" in rows["loop"].notes
-    assert rows["correct"].notes == ""
-
-
-def test_grade_csv_and_summary(graded):
-    import csv
-
-    rows, csv_path, summary = graded
-    with csv_path.open() as f:
-        table = list(csv.DictReader(f))
-    assert len(table) == len(EXPECTED)
-    by_student = {r["student"]: r for r in table}
-    for student, (square, total, _, _) in EXPECTED.items():
-        assert by_student[student]["demo/square"] == str(square)
-        assert by_student[student]["demo/total"] == str(total)
-        assert by_student[student]["score"] == str(square + total)
-        assert by_student[student]["max_score"] == "2"
-    text = summary.read_text()
-    assert "| demo/square | 1/9 |" in text and "| demo/total | 2/9 |" in text
-
-
-class _FakeClient:
-    """Stands in for nbclient: each cell's source says what the kernel does with it."""
-
-    def __init__(self, stuck_after_interrupt=False):
-        self.timeout = None
-        self.km = self
-        self.interrupts = 0
-        self.stuck = stuck_after_interrupt
-        self.ran = []
-
-    def interrupt_kernel(self):
-        self.interrupts += 1
-
-    def execute_cell(self, cell, index):
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-        self.ran.append(cell.source)
-        if cell.source == "loop" or (cell.source == "pass" and self.stuck):
-            raise CellTimeoutError("timed out")
-        if cell.source == "die":
-            raise DeadKernelError("died")
-        if cell.source == "slow":
-            time.sleep(0.3)
-        if cell.source == "raise":
-            cell.outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="bad")]
-
-
-def _run(sources, n_student, total=10.0, stuck=False):
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    client = _FakeClient(stuck)
-    job = {"warmup": "import lib", "startup_timeout": 60, "cell_timeout": 5, "probe_timeout": 1,
-           "total_timeout": total}
-    log = {"cells": [], "kernel_stuck": False, "deadline_hit": False, "kernel_died": False}
-    hw._interrupt = lambda c: c.km.interrupt_kernel()  # the fake is synchronous
-    hw._run_cells(client, nb, n_student, job, log, CellTimeoutError, DeadKernelError)
-    return [e["status"] for e in log["cells"]], log, client
-
-
-@pytest.fixture
-def _restore_interrupt():
-    saved = hw._interrupt
-    yield
-    hw._interrupt = saved
-
-
-@pytest.mark.usefixtures("_restore_interrupt")
-@pytest.mark.parametrize("sources, n_student, total, stuck, statuses, flags", [
-    # an error does not stop the run; the grading cell (last) still runs
-    (["ok", "raise", "ok", "grade"], 3, 10, False, ["ok", "error", "ok", "ok"], {}),
-    # a time-out interrupts the kernel, which recovers: the run goes on
-    (["loop", "ok", "grade"], 2, 10, False, ["timeout", "ok", "ok"], {}),
-    # the interrupt is ignored: everything after is skipped, grading included
-    (["loop", "ok", "grade"], 2, 10, True, ["timeout", "skipped", "skipped"],
-     {"kernel_stuck": True}),
-    # the kernel dies
-    (["die", "ok", "grade"], 2, 10, False, ["died", "skipped", "skipped"],
-     {"kernel_died": True}),
-    # the total limit: student cells after it are skipped, the grading cells still run
-    (["slow", "slow", "ok", "grade"], 3, 0.2, False, ["ok", "skipped", "skipped", "ok"],
-     {"deadline_hit": True}),
-])
-def test_run_cells_limits(sources, n_student, total, stuck, statuses, flags):
-    got, log, client = _run(sources, n_student, total, stuck)
-    assert got == statuses
-    for flag in ("kernel_stuck", "kernel_died", "deadline_hit"):
-        assert log[flag] == flags.get(flag, False), flag
-    assert client.ran[-1] != "import lib" and "import lib" in client.ran  # warm-up first
-    assert client.interrupts == sources.count("loop")
-
-
-def test_read_results_rejects_malformed_forged_and_duplicated(tmp_path):
-    path = tmp_path / "r.jsonl"
-    good = {"nonce": "n", "exercise": "a", "status": "passes", "message": ""}
-    lines = [json.dumps(good), "not json", json.dumps([1, 2]),
-             json.dumps({**good, "exercise": "b", "nonce": "forged"}),
-             json.dumps({**good, "exercise": "c", "status": "excellent"}),
-             json.dumps({**good, "exercise": "d"}), json.dumps({**good, "exercise": "d"}),
-             json.dumps({**good, "exercise": "e", "message": 3})]
-    path.write_text("\n".join(lines))
-    assert hw._read_results(path, "n") == {"a": good}
-    assert hw._read_results(tmp_path / "missing.jsonl", "n") == {}
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    ({"cell_timeout": 0}, "cell_timeout"),
-    ({"total_timeout": -1}, "total_timeout"),
-    ({"jobs": 0}, "jobs"),
-    ({"chapter": "no-such-chapter"}, "chapter"),
-])
-def test_grade_rejects_bad_arguments(tmp_path, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        hw.grade([tmp_path], **kwargs)
-
-
-def test_grade_rejects_missing_path(tmp_path):
-    with pytest.raises(ValueError, match="submissions"):
-        hw.grade([tmp_path / "nope.ipynb"], chapter=str(DEMO))
-
-
-def test_chapter_from_metadata_or_reason(tmp_path):
-    nb = hw.student_notebook(DEMO)
-    nb.metadata["homework"]["chapter"] = "not-a-chapter"
-    nbformat.write(nb, tmp_path / "x.ipynb")
-    (row,) = hw.grade([tmp_path / "x.ipynb"])
-    assert row.scores == {} and "which chapter" in row.notes
-
-
-@pytest.mark.parametrize("script", ["student.py", "grade.py"])
-def test_command_line_help(script, capsys):
+def test_student_command_line_help(capsys):
     import runpy
 
-    module = runpy.run_path(str(Path(hw.ROOT, "scripts", script)))  # lib is already imported
+    module = runpy.run_path(str(Path(hw.ROOT, "scripts", "student.py")))
     with pytest.raises(SystemExit) as exit_:
         module["main"](["--help"])
     assert exit_.value.code == 0 and "usage" in capsys.readouterr().out.lower()
-
-
-def test_grade_command_line_rejects_a_missing_folder(tmp_path, capsys):
-    import runpy
-
-    module = runpy.run_path(str(Path(hw.ROOT, "scripts", "grade.py")))
-    with pytest.raises(SystemExit) as exit_:
-        module["main"]([str(tmp_path / "nope"), "--out", str(tmp_path / "g.csv")])
-    assert exit_.value.code == 2 and "does not exist" in capsys.readouterr().err

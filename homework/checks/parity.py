@@ -7,7 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import parity
+from lib import parity
+
 from . import CheckFailed, register
 
 

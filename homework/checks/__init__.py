@@ -132,9 +132,15 @@ def assert_close(got, want, what, rtol=1e-6, atol=1e-9):
         raise CheckFailed(f"{what} has shape {got.shape}, expected {want.shape}")
     if not np.all(np.isfinite(got)):
         raise CheckFailed(f"{what} contains NaN or inf")
-    if not np.allclose(got, want, rtol=rtol, atol=atol):
-        err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300)
-        raise CheckFailed(f"{what} is off by a relative {err:.2e}")
+    # one normwise test, the same quantity the hint reports: an answer in float32 (rounding
+    # ~1e-7 of the largest entry) passes a 1e-6 tolerance instead of failing on small entries
+    if got.size == 0:
+        return
+    scale = float(np.max(np.abs(want)))
+    diff = float(np.max(np.abs(got - want)))
+    if diff > rtol * scale + atol:
+        raise CheckFailed(f"{what} is off by a relative {diff / max(scale, 1e-300):.2e} "
+                          f"(tolerance {rtol:.0e})")
 
 
 # Checkers of each chapter register themselves on import.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .. import margins
+from lib import margins
+
 from . import CheckFailed, assert_close, register
 
 

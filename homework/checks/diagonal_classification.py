@@ -6,7 +6,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .. import diagonal
+from lib import diagonal
+
 from . import CheckFailed, register
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .. import convex, diagonal
+from lib import convex, diagonal
+
 from . import CheckFailed, register
 
 

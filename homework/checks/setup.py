@@ -13,7 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import flows, ntk, twolayer
+from lib import flows, ntk, twolayer
+
 from . import CheckFailed, assert_close, register
 
 

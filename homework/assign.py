@@ -1,0 +1,38 @@
+"""``python -m homework.assign [CHAPTER ...] [--out DIR] [--no-run-tests]`` (``make assign``).
+
+Writes each chapter's otter master notebook and runs ``otter assign`` on it (see
+:func:`homework.otter.assign`); prints where the student folder and the autograder zip are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .otter import assign
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("chapters", nargs="*", help="chapter names (default: every chapter)")
+    p.add_argument("--out", default=None, help="output folder (default _build/assign)")
+    p.add_argument("--no-run-tests", action="store_true",
+                   help="do not let otter run the tests on the solutions (faster)")
+    a = p.parse_args(argv)
+    failed = []
+    for chapter in a.chapters or [None]:
+        try:
+            done = assign([chapter] if chapter else None, a.out, run_tests=not a.no_run_tests)
+        except (ValueError, RuntimeError) as err:
+            print(f"assign: {err}", file=sys.stderr)
+            failed.append(chapter or "all")
+            continue
+        for name, dist in done.items():
+            zips = sorted((dist / "autograder").glob("*.zip"))
+            print(f"{name}: student folder {dist / 'student'}; autograder "
+                  f"{zips[-1] if zips else '(missing)'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

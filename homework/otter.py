@@ -1,0 +1,390 @@
+"""Otter-grader master notebooks made from the chapters, and ``otter assign`` on them.
+
+A chapter's exercises (the course's convention, read by :mod:`homework.edition`) become the
+questions of one otter assignment per chapter:
+
+* a **coding** exercise (a ``solution``-tagged cell followed by a ``check`` cell) becomes an
+  autograded question: the solution cell keeps its ``def`` lines and imports, its bodies are
+  otter solution blocks (students get ``...``); one public test (worth 0 points: the answer is
+  defined and attempted) ships to students, and the points are in **hidden** tests that run the
+  instructors' checker (``homework.checks``) on fresh random inputs drawn from keys chosen when
+  the assignment is made, each test worth one point (partial credit); for an exercise that one
+  ``lib`` function answers, one more hidden test makes that function unusable during the call;
+* a **derivation** exercise becomes a manually graded question (otter exports it for
+  Gradescope): its statement, and a Markdown answer cell in place of the solution.
+
+The notebook holds the chapter's first code cell (imports and set-up) and its *Exercises*
+section only: the chapter itself is read in the book, and a homework notebook runs in seconds.
+The hidden tests and the checkers go to the autograder zip only (``autograder_files``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import edition
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Exercises answered by one call into `lib`: the hidden test makes these unusable during the
+# call (the statement asks for the computation itself).
+FORBIDDEN = {
+    "setup/ntk-linear-two-layer": ["lib:empirical_ntk", "lib.ntk:empirical_ntk", "jax:jacrev",
+                                   "jax:jacfwd", "jax:jacobian", "jax:grad", "jax:vjp",
+                                   "jax:jvp"],
+    "setup/gd-least-squares": ["lib:gradient_descent", "lib.flows:gradient_descent"],
+    "lazy_training/kernel-distance": ["lib:kernel_distance", "lib.kernels:kernel_distance"],
+}
+
+HIDDEN_KEYS = 2  # hidden tests (fresh keys) per coding exercise, one point each
+
+
+@dataclass
+class Question:
+    label: str
+    kind: str  # "coding" or "derivation"
+    statement: list[str] = field(default_factory=list)
+    solution_md: list[str] = field(default_factory=list)
+    solution_code: list[str] = field(default_factory=list)
+    check_id: str | None = None
+    answer: str | None = None
+
+    @property
+    def name(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_]", "_", self.label)
+
+
+def chapter_questions(path: str | os.PathLike):
+    """``(setup_source, intro_markdown, questions)`` of a chapter file (its Exercises section)."""
+    nb = edition.chapter_notebook(path)
+    setup = next((c.source for c in nb.cells if c.cell_type == "code"), "")
+    start = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+                  and re.search(r"^## Exercises\s*$", c.source, re.M)), None)
+    if start is None:
+        return setup, "", []
+    title = next((m.group(0) for c in nb.cells if c.cell_type == "markdown"
+                  for m in [re.search(r"^# .+$", c.source, re.M)] if m), "# Exercises")
+    questions: list[Question] = []
+    by_label: dict[str, Question] = {}
+    current: Question | None = None  # inside an exercise statement
+    solution: Question | None = None  # inside a gated solution
+    pending: Question | None = None  # last coding question waiting for its check cell
+    for k, cell in enumerate(nb.cells[start:]):
+        if cell.cell_type == "markdown":
+            lines = cell.source.split("\n")
+            if k == 0:  # drop the section heading and what precedes it
+                idx = next(i for i, line in enumerate(lines) if line.startswith("## Exercises"))
+                lines = lines[idx + 1:]
+            i = 0
+            while i < len(lines):
+                line = lines[i]
+                opened = edition._directive(line)
+                name = opened[1] if opened else None
+                if solution is not None:
+                    if name == "solution-end":
+                        i = edition._block_end(lines, i, opened[0]) + 1
+                        if solution.kind != "coding":
+                            solution.kind = "derivation"
+                        solution = None
+                        continue
+                    solution.solution_md.append(line)
+                    i += 1
+                    continue
+                if name == "exercise-start":
+                    end = edition._block_end(lines, i, opened[0])
+                    label = edition._label_option(lines[i:end + 1]) or f"ex{len(questions)}"
+                    current = Question(label, "derivation")
+                    questions.append(current)
+                    by_label[label] = current
+                    i = end + 1
+                    continue
+                if name == "exercise-end":
+                    current = None
+                    i = edition._block_end(lines, i, opened[0]) + 1
+                    continue
+                if name == "solution-start":
+                    end = edition._block_end(lines, i, opened[0])
+                    label = opened[2].split()[0] if opened[2] else ""
+                    solution = by_label.get(label) or (questions[-1] if questions else None)
+                    i = end + 1
+                    continue
+                if current is not None:
+                    current.statement.append(line)
+                elif opened is not None:  # another directive (e.g. a figure) between exercises
+                    i = edition._block_end(lines, i, opened[0]) + 1
+                    continue
+                i += 1
+        elif cell.cell_type == "code":
+            tags = edition._tags(cell)
+            if solution is not None:
+                if edition.SOLUTION_TAG in tags:
+                    solution.kind = "coding"
+                    solution.solution_code.append(cell.source)
+                    pending = solution
+            elif edition.CHECK_TAG in tags:
+                call = edition._check_call(cell.source)
+                if call and pending is not None:
+                    pending.check_id, pending.answer = call
+                    pending = None
+    intro = (f"{title} (homework)\n\nThe exercises of the chapter, to answer in this notebook. "
+             "Run the first code cell, then answer each question in the cell below it; "
+             "`grader.check(\"<question>\")` runs the public tests. Your answers are graded "
+             "with more tests than those you see (on other random inputs).")
+    return setup, intro, questions
+
+
+def solution_cell(source: str, keep: set[str] | None = None) -> str:
+    """The master-notebook form of a solution cell: imports kept, each top-level ``def`` keeps
+    its signature with its body in an otter solution block, each assignment becomes a
+    ``name = ...`` prompt followed by the solution block; other statements (prints, plots using
+    the chapter's variables) are dropped."""
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    out: list[str] = []
+    for node in tree.body:
+        seg = "\n".join(lines[node.lineno - 1:node.end_lineno])
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.append(seg)
+        elif isinstance(node, ast.FunctionDef):
+            body_start = node.body[0].lineno
+            if (isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+                    and len(node.body) > 1):
+                body_start = node.body[1].lineno  # keep the docstring
+            head = "\n".join(lines[node.lineno - 1 - len(node.decorator_list):body_start - 1])
+            body = lines[body_start - 1:node.end_lineno]
+            indent = re.match(r"\s*", body[0]).group(0)
+            out.append(f"{head}\n{indent}# BEGIN SOLUTION\n" + "\n".join(body)
+                       + f"\n{indent}# END SOLUTION")
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n for t in targets for n in edition._names_assigned(t)]
+            if keep is not None and not set(names) & keep:
+                continue  # a value computed for the discussion, not the answer
+            prompt = "\n".join(f"{n} = ..." for n in names)
+            out.append(f"{prompt}\n# BEGIN SOLUTION\n{seg}\n# END SOLUTION")
+    return "\n\n".join(out) + "\n"
+
+
+# The public test: the answer is defined and is not the handed-out stub (a def whose body is
+# `...`). It runs in the student's environment, so it imports nothing of the course.
+PUBLIC_TEST = """\
+def test_attempted(env):
+    import ast, inspect, textwrap
+    answer = env.get(ANSWER, ...)
+    assert answer is not ..., 'not attempted: replace the ... by your answer'
+    assert answer is not None, ANSWER + ' is None (a missing return?)'
+    stub = False
+    if callable(answer):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
+            body = [n for n in tree.body[0].body if not (isinstance(n, ast.Expr)
+                    and isinstance(getattr(n.value, 'value', None), str))]
+            stub = len(body) == 1 and isinstance(body[0], ast.Expr) and getattr(
+                body[0].value, 'value', None) is Ellipsis
+        except (OSError, TypeError, SyntaxError, IndexError, AttributeError):
+            stub = False
+    assert not stub, 'not attempted: write the body of ' + ANSWER
+test_attempted(globals())"""
+
+
+def _test_cell(body: str, *, points: float, hidden: bool, failure: str | None = None) -> str:
+    config = [f"points: {points}", f"hidden: {'true' if hidden else 'false'}"]
+    if failure:
+        config.append(f"failure_message: {json.dumps(failure)}")
+    return '""" # BEGIN TEST CONFIG\n' + "\n".join(config) + '\n""" # END TEST CONFIG\n' + body
+
+
+def question_cells(q: Question, seeds: list[int]):
+    """The master-notebook cells of one question (nbformat cells)."""
+    import nbformat
+
+    raw, md, code = nbformat.v4.new_raw_cell, nbformat.v4.new_markdown_cell, \
+        nbformat.v4.new_code_cell
+    statement = "\n".join(q.statement).strip("\n")
+    if q.kind == "derivation":
+        answer = "\n".join(q.solution_md).strip("\n") or "(see the chapter)"
+        return [raw(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: 2"),
+                md(f"**Question `{q.name}` (written answer, graded by hand).** {statement}"),
+                raw("# BEGIN SOLUTION"), md(answer), raw("# END SOLUTION"),
+                raw("# END QUESTION")]
+    if not q.check_id:  # code without a checker: graded by hand, like a derivation
+        return ([raw(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: 2"),
+                 md(f"**Question `{q.name}` (code, graded by hand).** {statement}"),
+                 raw("# BEGIN SOLUTION")]
+                + [code(solution_cell(src)) for src in q.solution_code]
+                + [raw("# END SOLUTION"), raw("# END QUESTION")])
+    n_hidden = len(seeds) + (1 if q.check_id in FORBIDDEN else 0)
+    cells = [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: {n_hidden}"),
+             md(f"**Question `{q.name}`.** {statement}")]
+    keep = set(re.findall(r"[A-Za-z_]\w*", q.answer or ""))
+    cells += [raw("# BEGIN SOLUTION")]
+    cells += [code(solution_cell(src, keep)) for src in q.solution_code]
+    cells += [raw("# END SOLUTION")]
+    cells.append(raw("# BEGIN TESTS"))
+    cells.append(code(_test_cell(PUBLIC_TEST.replace("ANSWER", repr(q.answer)),
+                                 points=0, hidden=False)))
+    for j, seed in enumerate(seeds, 1):
+        cells.append(code(_test_cell(
+            f"def test_hidden_{j}(env):\n"
+            "    from homework.hidden import verify\n"
+            f"    verify({q.check_id!r}, env, {q.answer!r}, seed={seed})\n"
+            f"test_hidden_{j}(globals())", points=1, hidden=True)))
+    if q.check_id in FORBIDDEN:
+        cells.append(code(_test_cell(
+            "def test_own_code(env):\n"
+            "    from homework.hidden import verify\n"
+            f"    verify({q.check_id!r}, env, {q.answer!r}, seed={seeds[0]},\n"
+            f"           forbid={FORBIDDEN[q.check_id]!r})\n"
+            "test_own_code(globals())", points=1, hidden=True)))
+    cells += [raw("# END TESTS"), raw("# END QUESTION")]
+    return cells
+
+
+def master_notebook(chapter: str | os.PathLike, *, seed_source=None):
+    """The otter master notebook (nbformat v4) of a chapter; ``seed_source()`` gives the hidden
+    tests' keys (default: fresh random integers, so every ``make assign`` draws new ones)."""
+    import nbformat
+    import yaml
+
+    path = edition.resolve_chapter(str(chapter))
+    setup, intro, questions = chapter_questions(path)
+    if not questions:
+        raise ValueError(f"chapter: {path.stem} has no exercises to assign")
+    draw = seed_source or (lambda: secrets.randbelow(2**31 - 1) + 1)
+    config = {
+        "name": path.stem,
+        "requirements": "requirements.txt",
+        "overwrite_requirements": True,
+        "python_version": "3.11",
+        "init_cell": True,
+        "check_all_cell": False,
+        "export_cell": {"pdf": False, "instructions": "Run this cell to make the zip file "
+                        "you hand in (Gradescope: upload the zip or the notebook)."},
+        "run_tests": True,
+        "autograder_files": ["homework", "lib"],
+        "generate": {"pdf": False, "zips": False, "show_stdout": True},
+        "tests": {"files": True, "ok_format": False},
+    }
+    cells = [nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(config,
+                                                                              sort_keys=False)),
+             nbformat.v4.new_markdown_cell(intro),
+             nbformat.v4.new_code_cell(setup)]
+    for q in questions:
+        cells += question_cells(q, [draw() for _ in range(HIDDEN_KEYS)])
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["homework"] = {"chapter": path.stem}
+    return nb
+
+
+def _convert_markdown(nb, chapter: str):
+    """MyST roles, math and references in the Markdown cells rendered for plain Jupyter, with
+    equations, theorems and figures numbered as in the whole chapter (not only its exercises)."""
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        import myst_to_jupyter as m2j
+
+        bib = m2j.read_bibliography([ROOT / "references.bib"])
+        numbers = m2j.Numbers(m2j.chapter_numbers(ROOT).get(chapter))
+        full = edition.chapter_notebook(edition.resolve_chapter(chapter))
+        m2j._scan_numbers([c.source for c in full.cells if c.cell_type == "markdown"], numbers)
+        for cell in full.cells:
+            figure = ((cell.metadata.get("mystnb") or {}).get("figure") or {})
+            if cell.cell_type == "code" and isinstance(figure, dict) and figure.get("name"):
+                numbers.add("figure", str(figure["name"]))
+        cited: list[str] = []
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = "\n".join(m2j._convert_lines(cell.source.split("\n"), numbers, bib,
+                                                           cited)).strip("\n")
+        if cited:
+            lines = ["## References", ""]
+            lines += [f"- {bib[k]['entry']}" if k in bib else f"- {k}" for k in sorted(cited)]
+            nb.cells.append(nbformat.v4.new_markdown_cell("\n".join(lines)))
+    finally:
+        sys.path.remove(str(ROOT / "_ext"))
+    return nb
+
+
+def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bool = True,
+           seed_source=None) -> dict[str, Path]:
+    """Write each chapter's master notebook and run ``otter assign`` on it.
+
+    Output, per chapter, under ``out`` (default ``_build/assign``): ``<chapter>/master/`` (the
+    master notebook, with the support files), ``<chapter>/dist/student/<chapter>.ipynb`` (hand
+    this folder out: notebook, public tests) and ``<chapter>/dist/autograder/`` holding
+    ``<chapter>-autograder_*.zip`` (hidden tests: keep it, upload it to Gradescope or grade with
+    ``make grade``). Returns chapter -> its ``dist`` folder.
+
+    Raises:
+        ValueError: a chapter name is unknown or has no exercises.
+        RuntimeError: ``otter assign`` failed (its output is in the message).
+    """
+    import nbformat
+
+    out = Path(out or ROOT / "_build" / "assign")
+    every = not chapters
+    chapters = chapters or [p.stem for p in edition.toc_chapters()]
+    done = {}
+    for name in chapters:
+        if every and not chapter_questions(edition.resolve_chapter(name))[2]:
+            continue  # a page without exercises (e.g. this instructors page)
+        nb = master_notebook(name, seed_source=seed_source)
+        stem = nb.metadata["homework"]["chapter"]
+        try:
+            _convert_markdown(nb, stem)
+        except Exception as err:  # noqa: BLE001 (rendering is cosmetic; never block assign)
+            print(f"{stem}: Markdown left as MyST ({err})", file=sys.stderr)
+        if not run_tests:
+            cfg = nb.cells[0].source.replace("run_tests: true", "run_tests: false")
+            nb.cells[0].source = cfg
+        base = out / stem
+        shutil.rmtree(base, ignore_errors=True)
+        master = base / "master"
+        master.mkdir(parents=True)
+        shutil.copy(ROOT / "requirements.txt", master / "requirements.txt")
+        # the hidden tests' support: the checkers and the library they compare against
+        shutil.copytree(ROOT / "homework", master / "homework",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "lib", master / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+        nbformat.write(nb, master / f"{stem}.ipynb")
+        dist = base / "dist"
+        proc = subprocess.run([sys.executable, "-m", "otter", "assign", "--no-pdfs",
+                               f"{stem}.ipynb", str(dist.resolve())], cwd=master,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"otter assign failed for {stem}:\n{proc.stdout}\n{proc.stderr}")
+        _check_student_folder(dist / "student", nb)
+        done[stem] = dist
+    return done
+
+
+def _check_student_folder(student: Path, nb) -> None:
+    """Nothing of the hidden tests, the checkers or the solutions is in the student folder."""
+    leaks = [p for p in student.rglob("*") if p.name in ("homework", "hidden.py", "checks")]
+    text = "\n".join(p.read_text(errors="replace") for p in student.rglob("*")
+                     if p.is_file() and p.suffix in (".ipynb", ".py"))
+    for cell in nb.cells:
+        if "# BEGIN SOLUTION" in cell.source:
+            body = cell.source.split("# BEGIN SOLUTION", 1)[1].split("# END SOLUTION")[0]
+            for line in body.split("\n"):
+                if len(line.strip()) >= 16 and line.strip() in text:
+                    leaks.append(f"solution line {line.strip()!r}")
+        if "hidden: true" in cell.source and "verify(" in cell.source:
+            if "homework.hidden" in text:
+                leaks.append("a hidden test")
+    if leaks:
+        raise RuntimeError(f"the student folder {student} leaks: {leaks}")

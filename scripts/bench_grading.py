@@ -1,0 +1,61 @@
+"""Throughput of `make grade` without containers: N copies of a correct setup submission.
+
+    python scripts/bench_grading.py [--n 10] [--jobs 2] [--no-cache]
+
+Needs `make assign CHAPTER=setup` first. Prints the wall time, the CPU time of the grading
+processes (user + sys of every finished child: otter run, its kernel) per submission, and the
+projection to 200 submissions on 2 idle cores (CPU time x 200 / 2), the figure quoted in
+chapters/instructors.md. The JAX compilation cache (_build/grade-cache) is shared by the
+submissions unless --no-cache; it is emptied first so the first submission pays the compilations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from homework import grade as hg  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=10)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--no-cache", action="store_true")
+    a = p.parse_args(argv)
+    dist = ROOT / "_build" / "assign" / "setup" / "dist"
+    solved = next((dist / "autograder").glob("*.ipynb"))
+    ag = next((dist / "autograder").glob("*.zip"))
+    shutil.rmtree(ROOT / "_build" / "grade-cache", ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "subs"
+        folder.mkdir()
+        for i in range(a.n):
+            shutil.copy(solved, folder / f"student{i:03d}.ipynb")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        rows, _ = hg.grade(folder, out=Path(tmp) / "grades", autograder=ag, docker="no",
+                           jobs=a.jobs, cache=not a.no_cache)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    full = sum(1 for r in rows if r.status == "graded" and r.total == 8.0)
+    result = {"n": a.n, "jobs": a.jobs, "cache": not a.no_cache, "full_marks": full,
+              "wall_s": round(wall, 1), "wall_per_submission_s": round(wall / a.n, 1),
+              "cpu_per_submission_s": round(cpu / a.n, 1),
+              "projected_200_on_2_idle_cores_min": round(cpu / a.n * 200 / 2 / 60, 1)}
+    print(json.dumps(result, indent=1))
+    return 0 if full == a.n else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

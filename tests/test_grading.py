@@ -1,0 +1,230 @@
+"""Homework on otter-grader (``homework/``): master notebooks, hidden tests, grading a folder.
+
+The fast tests (``make test``) check the master notebooks, the hidden tests' verifier against
+cheats in the same process, and the collection of submissions and its error messages. The
+end-to-end test (``make assign`` + ``make grade`` on every case of :mod:`homework.cases`, about
+10 minutes on a loaded 2-core machine) is marked ``slow`` and skipped by ``make test``; run it
+with ``.venv/bin/python -m pytest tests/test_grading.py -m slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import jax.numpy as jnp
+import pytest
+
+import homework.grade as hg
+import homework.otter as ho
+from homework import hidden
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Master notebooks
+# --------------------------------------------------------------------------------------------
+
+
+def test_master_notebook_of_setup_has_questions_points_and_fresh_hidden_keys():
+    nb1 = ho.master_notebook("setup")
+    nb2 = ho.master_notebook("setup")
+    src1 = "\n".join(c.source for c in nb1.cells)
+    src2 = "\n".join(c.source for c in nb2.cells)
+    assert nb1.cells[0].cell_type == "raw" and "# ASSIGNMENT CONFIG" in nb1.cells[0].source
+    assert "autograder_files" in nb1.cells[0].source
+    for name in ("setup_ex_ntk_linear", "setup_ex_symmetrize", "setup_ex_gd_least_squares"):
+        assert f"name: {name}" in src1
+    assert src1.count("manual: true") == 2  # the two derivations
+    assert src1.count("hidden: true") == 3 * ho.HIDDEN_KEYS + 2  # + two one-call shortcuts
+    seeds1 = sorted(int(s) for s in __import__("re").findall(r"seed=(\d+)", src1))
+    seeds2 = sorted(int(s) for s in __import__("re").findall(r"seed=(\d+)", src2))
+    assert seeds1 != seeds2  # every make assign draws new hidden inputs
+    # the chapter's discussion code (plots, prints with chapter variables) is not in the answer
+    assert "theta_small" not in src1 and "print(" not in src1.split("# BEGIN QUESTION")[1]
+
+
+def test_solution_cell_keeps_signatures_and_marks_bodies():
+    src = ("import numpy as np\n\ndef f(x):\n    \"\"\"Doc.\"\"\"\n    y = x + 1\n    return y\n\n"
+           "value = np.pi\nother = 3\nprint(value)\n")
+    out = ho.solution_cell(src, keep={"f", "value"})
+    assert out.startswith("import numpy as np")
+    assert "def f(x):\n    \"\"\"Doc.\"\"\"\n    # BEGIN SOLUTION\n    y = x + 1" in out
+    assert "value = ...\n# BEGIN SOLUTION\nvalue = np.pi\n# END SOLUTION" in out
+    assert "other" not in out and "print" not in out
+
+
+def test_public_test_rejects_the_stub_and_accepts_an_answer(tmp_path):
+    source = ho.PUBLIC_TEST.replace("ANSWER", repr("f"))
+    code = tmp_path / "cells.py"
+    code.write_text("def stub(x):\n    \"\"\"Doc.\"\"\"\n    ...\n\n\ndef real(x):\n    return x\n")
+    namespace: dict = {}
+    exec(compile(code.read_text(), str(code), "exec"), namespace)  # functions with a source
+    for f, ok in ((namespace["stub"], False), (namespace["real"], True), (..., False)):
+        env = {"f": f}
+        if ok:
+            exec(source, env)
+        else:
+            with pytest.raises(AssertionError, match="not attempted"):
+                exec(source, env)
+
+
+# --------------------------------------------------------------------------------------------
+# Hidden tests in the submission's process
+# --------------------------------------------------------------------------------------------
+
+
+def _ntk(U, v, x1, x2):
+    return (x1 @ U.T) @ (U @ x2.T) + jnp.dot(v, v) * (x1 @ x2.T)
+
+
+def test_verify_passes_a_correct_answer_and_rejects_a_wrong_one():
+    hidden.verify("setup/ntk-linear-two-layer", {"f": _ntk}, "f", seed=12345)
+    with pytest.raises(AssertionError, match="fails"):
+        hidden.verify("setup/ntk-linear-two-layer", {"f": lambda U, v, a, b: a @ b.T}, "f",
+                      seed=12345)
+    with pytest.raises(AssertionError, match="not attempted"):
+        hidden.verify("setup/ntk-linear-two-layer", {"f": ...}, "f", seed=1)
+    with pytest.raises(AssertionError, match="not defined"):
+        hidden.verify("setup/ntk-linear-two-layer", {}, "f", seed=1)
+
+
+def test_float32_answer_within_the_stated_tolerance_passes():
+    from homework.checks import CheckFailed, assert_close
+
+    def f32(U, v, x1, x2):
+        return _ntk(U, v, x1, x2).astype(jnp.float32)
+
+    hidden.verify("setup/ntk-linear-two-layer", {"f": f32}, "f", seed=5)
+    want = jnp.array([1.0, 1e-9, 2.0])
+    assert_close(want * (1 + 1e-8), want, "x")  # relative 1e-8 of the largest entry passes
+    with pytest.raises(CheckFailed, match=r"off by a relative 5\.00e-04 \(tolerance 1e-06\)"):
+        assert_close(want + jnp.array([0.0, 0.0, 1e-3]), want, "x")
+
+
+def test_verify_ignores_a_patched_lib_and_a_patched_registry(monkeypatch):
+    import homework.checks as checks
+    import lib
+
+    def zeros(f, params, x1, x2=None, **kw):
+        return jnp.zeros((x1.shape[0], (x1 if x2 is None else x2).shape[0]))
+
+    monkeypatch.setattr(lib.ntk, "empirical_ntk", zeros)
+    monkeypatch.setattr(lib, "empirical_ntk", zeros)
+    monkeypatch.setitem(checks._REGISTRY, "setup/ntk-linear-two-layer", lambda a, k: None)
+    monkeypatch.setattr("importlib.reload", lambda m: m)
+    answer = {"f": lambda U, v, x1, x2: jnp.zeros((x1.shape[0], x2.shape[0]))}
+    with pytest.raises(AssertionError, match="fails"):
+        hidden.verify("setup/ntk-linear-two-layer", answer, "f", seed=7)
+    assert lib.ntk.empirical_ntk is zeros  # the student's modules are left as they were
+
+
+def test_verify_forbids_the_one_call_shortcut():
+    import lib
+
+    def via_lib(U, v, x1, x2):
+        return lib.empirical_ntk(lambda p, x: p["v"] @ (p["U"] @ x), {"U": U, "v": v}, x1, x2)
+
+    hidden.verify("setup/ntk-linear-two-layer", {"f": via_lib}, "f", seed=3)  # right values
+    with pytest.raises(AssertionError, match="without this library function"):
+        hidden.verify("setup/ntk-linear-two-layer", {"f": via_lib}, "f", seed=3,
+                      forbid=ho.FORBIDDEN["setup/ntk-linear-two-layer"])
+    hidden.verify("setup/ntk-linear-two-layer", {"f": _ntk}, "f", seed=3,
+                  forbid=ho.FORBIDDEN["setup/ntk-linear-two-layer"])
+    assert callable(lib.empirical_ntk) and lib.empirical_ntk.__name__ == "empirical_ntk"
+
+
+# --------------------------------------------------------------------------------------------
+# Collecting submissions and reporting bad inputs
+# --------------------------------------------------------------------------------------------
+
+
+def _nb(chapter="setup"):
+    return {"cells": [], "metadata": {"homework": {"chapter": chapter}}, "nbformat": 4,
+            "nbformat_minor": 5}
+
+
+def test_collect_flat_subfolders_zips_and_any_case(tmp_path):
+    (tmp_path / "in" / "carol").mkdir(parents=True)
+    (tmp_path / "in" / "ann.ipynb").write_text(json.dumps(_nb()))
+    (tmp_path / "in" / "BEN.IPYNB").write_text(json.dumps(_nb()))
+    (tmp_path / "in" / "carol" / "setup.Ipynb").write_text(json.dumps(_nb()))
+    (tmp_path / "in" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "in" / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
+    with zipfile.ZipFile(tmp_path / "in" / "dan.zip", "w") as z:
+        z.writestr("setup.ipynb", json.dumps(_nb()))
+    (tmp_path / "work").mkdir()
+    subs = hg.collect(tmp_path / "in", tmp_path / "work")
+    hg.read_all(subs)
+    assert sorted(s.student for s in subs) == ["BEN", "ann", "carol", "dan"]
+    assert all(s.error is None and s.chapter == "setup" for s in subs)
+
+
+def test_empty_folder_and_unreadable_inputs_exit_non_zero(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert hg.main([str(tmp_path / "empty"), "--out", str(tmp_path / "g")]) == 2
+    assert "no submission" in capsys.readouterr().err
+    assert hg.main([str(tmp_path / "missing"), "--out", str(tmp_path / "g")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.ipynb").write_text("not json")
+    (tmp_path / "bad" / "y.zip").write_text("not a zip")
+    assert hg.main([str(tmp_path / "bad"), "--out", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err
+    assert "every input is unreadable" in err and "x.ipynb" in err and "y.zip" in err
+
+
+def test_other_chapter_and_unreadable_are_reported_in_the_csv(tmp_path):
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    (folder / "lost.ipynb").write_text(json.dumps(_nb("lazy_training")))
+    (folder / "garbage.ipynb").write_text("{")
+    ag = tmp_path / "ag.zip"
+    with zipfile.ZipFile(ag, "w") as z:
+        z.writestr("tests/q1.py", "")
+    rows, csv_path = hg.grade(folder, chapter="setup", out=tmp_path / "g", autograder=ag,
+                              docker="no")
+    status = {r.student: (r.status, r.notes) for r in rows}
+    assert status["lost"][0] == "wrong chapter" and "'lazy_training'" in status["lost"][1]
+    assert status["garbage"][0] == "unreadable"
+    text = csv_path.read_text()
+    assert text.splitlines()[0].startswith("student,file,chapter,status,total,possible,q1")
+    assert (tmp_path / "g" / "feedback" / "lost.md").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# End to end: make assign, then make grade on every case (slow)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_assign_and_grade_every_case(tmp_path):
+    from homework.cases import ESCAPE_MARK, write_cases
+
+    dist = ho.assign(["setup"], tmp_path / "assign", run_tests=False)["setup"]
+    expected = write_cases(dist, tmp_path / "subs")
+    ag = next((dist / "autograder").glob("*.zip"))
+    rows, csv_path = hg.grade(tmp_path / "subs", out=tmp_path / "grades", autograder=ag,
+                              docker="no", jobs=2, cell_timeout=20, timeout=400)
+    got = {r.student: r for r in rows}
+    assert sorted(got) == sorted(expected)
+    for student, want in expected.items():
+        row = got[student]
+        assert row.status == want["status"], (student, row.status, row.notes)
+        for q, points in want["points"].items():
+            assert row.scores.get(q, (0.0, 0.0))[0] == points, (student, q, row.scores)
+        assert (tmp_path / "grades" / "feedback" / f"{student}.md").is_file()
+    # nothing left running: the child that left the process group was killed too
+    leftovers = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if ESCAPE_MARK.encode() in (d / "cmdline").read_bytes():
+                    leftovers.append(d.name)
+            except OSError:
+                pass
+    assert not leftovers, leftovers
+    assert os.path.getsize(csv_path) > 0
