@@ -15,7 +15,8 @@ At initialization the input weights :math:`b_j` are uniform on the unit sphere
 :math:`a_j = \kappa \epsilon_j` with random signs :math:`\epsilon_j`. With ``symmetric=True`` the
 units come in pairs :math:`(a_j, b_j), (-a_j, b_j)`, so the network is 0 at initialization (up
 to the rounding of the sum) whatever the scale (the *unbiased* initialization of Chizat, Oyallon &
-Bach 2019 and Woodworth et al. 2020, Sec. 2) while its tangent kernel is unchanged in distribution.
+Bach 2019 and Woodworth et al. 2020, Sec. 3) while its tangent kernel is unchanged in expectation
+(its fluctuations come from m/2 independent pairs instead of m units).
 """
 
 from __future__ import annotations
