@@ -1239,7 +1239,9 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
             ``max_iter`` not an integer >= 1, ``return_dual`` not a bool, bad shapes, data
             not linearly separable through the origin (checked with
             :func:`lib.convex.max_margin` when no KKT point is found: a KKT point itself
-            certifies separability).
+            certifies separability); ``mu * max|X|`` outside float64's range. ``X`` with
+            ``max|X|`` outside [1e-100, 1e100] is solved in scaled form
+            (``w(X, mu) = w(X / c, mu c) / c``).
         RuntimeError: no convergence within ``max_iter`` (message gives the KKT residual).
 
     Example:
@@ -1259,6 +1261,24 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     _validate.positive("tol", tol)
     max_iter = _validate.integer("max_iter", max_iter, minimum=1)
     return_dual = _validate.boolean("return_dual", return_dual)
+    cx = _validate.max_abs(X)
+    if not 1e-100 <= cx <= 1e100:
+        # scaled form (as implicit_bias_limit): with X = cx X', w = v / cx turns the problem
+        # into min Q_{mu cx}(v) / cx s.t. y <x', v> >= 1, so w(X, mu) = w(X', mu cx) / cx and
+        # the multipliers are lam = lam' / cx
+        with np.errstate(over="ignore", under="ignore"):
+            mu_s = mu * cx
+        if not (np.isfinite(mu_s) and mu_s >= _validate.TINY):
+            raise ValueError(f"mu and X are out of range together: the limit depends on them "
+                             f"through mu * max|X| = {mu:.3e} * {cx:.3e}, outside float64's "
+                             "range: rescale X or mu")
+        out = margin_limit(np.asarray(X) / cx, y, mu_s, depth, tol=tol, max_iter=max_iter,
+                           return_dual=return_dual)
+        with np.errstate(over="ignore", under="ignore"):
+            w = (out[0] if return_dual else out) / cx
+        if not np.all(np.isfinite(w)):
+            raise ValueError(f"the limit is outside float64's range (max |X| = {cx:.3e})")
+        return (w, out[1] / cx) if return_dual else w
     A = np.asarray(y)[:, None] * np.asarray(X)
     log_mu = np.log(mu)
     N = A.shape[0]
@@ -1434,6 +1454,23 @@ class ExponentialRun(NamedTuple):
     times: np.ndarray
 
 
+def _check_separable(X, y):
+    """Refuse data that are not linearly separable through the origin before any training:
+    a feasibility linear program (find w with y_n <x_n, w> >= 1, on X / max|X|) solved by
+    HiGHS. Without it, normalized GD on non-separable data runs every step of every level
+    before failing (the loss is bounded below by a positive value)."""
+    from scipy.optimize import linprog
+
+    A = np.asarray(y)[:, None] * np.asarray(X)
+    A = A / _validate.max_abs(A)
+    res = linprog(np.zeros(A.shape[1]), A_ub=-A, b_ub=-np.ones(A.shape[0]),
+                  bounds=(None, None), method="highs")
+    if res.status == 2:
+        raise ValueError("the data (X, y) are not linearly separable through the origin: the "
+                         "exponential loss has a positive infimum, so no accuracy level "
+                         "-log L can be reached")
+
+
 def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=0.25,
                           max_ratio=1.3, max_steps=2_000_000):
     r"""Train the depth-D diagonal network on the exponential loss with normalized gradient
@@ -1467,7 +1504,8 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
             non-empty 1-D array of finite real numbers (bools, strings, None and complex are
             refused), increasing and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1;
             ``max_steps`` not an integer >= 1; a curvature bound that overflows (``X`` or
-            ``alpha`` too large).
+            ``alpha`` too large); data ``(X, y)`` that are not linearly separable through
+            the origin (checked first, by a feasibility linear program).
         RuntimeError: a level was not reached within ``max_steps`` (the message gives the
             loss reached).
 
@@ -1495,6 +1533,7 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     if _validate.positive("max_ratio", max_ratio) <= 1:
         raise ValueError(f"max_ratio must be > 1, got {max_ratio}")
     max_steps = _validate.integer("max_steps", max_steps, minimum=1)
+    _check_separable(X, y)
     A = jnp.asarray(y)[:, None] * X
     xmax = float(jnp.max(jnp.linalg.norm(X, axis=1)))
     # levels: start at -log L(0) = 0 < the first accuracy, refine geometrically

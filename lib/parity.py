@@ -79,7 +79,8 @@ def _check_problem(n, subset, alpha):
     if isinstance(subset, str | bytes):
         raise ValueError(f"subset must be a sequence of integer indices, got {subset!r}")
     raw = np.asarray(subset)
-    if raw.ndim > 1 or raw.dtype == np.bool_ or np.iscomplexobj(raw) or raw.dtype == object:
+    if raw.ndim > 1 or raw.dtype == np.bool_ or np.iscomplexobj(raw) or raw.dtype == object \
+            or (raw.size and raw.dtype.kind not in "iuf"):  # strings "0" are not indices
         raise ValueError(f"subset must be a flat sequence of integer indices, got {subset!r}")
     try:
         idx = [int(i) for i in raw.ravel()]
@@ -156,10 +157,11 @@ def biased_sparse_parity(key, num_samples: int, n: int, subset, alpha: float):
 
     Raises:
         ValueError: ``key`` not a single JAX PRNG key (``0``, ``None``, strings and split
-            pairs are refused); ``subset`` out of range, repeated or longer than ``n``;
+            pairs are refused); ``subset`` not integer indices (strings such as ``"0"``
+            are refused), out of range, repeated or longer than ``n``;
             ``alpha`` outside [0, 1]; ``num_samples`` or ``n`` not integers >= 1;
-            ``num_samples * n`` above ``lib._validate.MAX_ELEMENTS`` (would not fit in
-            memory).
+            ``n`` or ``num_samples * n`` above ``lib._validate.MAX_ELEMENTS`` or needing more
+            than half of the memory available (checked before anything is allocated).
 
     Example:
         >>> import jax
@@ -424,7 +426,8 @@ def population_loss(predictions, atoms):
 
     Raises:
         ValueError: ``atoms`` not a triple of finite real arrays with ``x`` and ``y`` in
-            {-1, +1} and ``prob`` a probability vector; ``predictions`` not real, of the
+            {-1, +1} and ``prob`` a probability vector; ``predictions`` not a real numeric
+            array (complex, bool, strings, objects are refused by dtype), of the
             wrong shape or (when concrete) not finite, or so large that the loss overflows
             float64 (when concrete).
 
@@ -437,9 +440,8 @@ def population_loss(predictions, atoms):
     f = predictions(x) if callable(predictions) else predictions
     if f is None or isinstance(f, str | bytes):
         raise ValueError(f"predictions must be a real array, got {type(f).__name__}")
-    f = jnp.asarray(f)
-    if jnp.iscomplexobj(f) or not jnp.issubdtype(f.dtype, jnp.number):
-        raise ValueError(f"predictions must be real, got dtype {f.dtype}")
+    # dtype checks only (trace-safe): complex, bool, strings and object arrays are refused
+    f = _validate.real_array("predictions", f)
     if f.shape != y.shape:
         raise ValueError(f"predictions must have shape {y.shape}, got {f.shape}")
     try:
@@ -450,6 +452,13 @@ def population_loss(predictions, atoms):
         raise ValueError("predictions contain NaN or inf")
     loss = 0.5 * jnp.sum(prob * (f - y) ** 2)
     if not isinstance(loss, jax.core.Tracer) and not bool(jnp.isfinite(loss)):
+        # (f - y)^2 may overflow while the weighted sum is finite: scaled form
+        r = np.asarray(f) - np.asarray(y)
+        sc = _validate.max_abs(r)
+        with np.errstate(over="ignore", under="ignore"):
+            again = (0.5 * float(np.sum(np.asarray(prob) * (r / sc) ** 2)) * sc) * sc
+        if np.isfinite(again):
+            return jnp.asarray(again)
         raise ValueError(f"the loss overflows float64: predictions are too large "
                          f"(max |predictions| = {float(jnp.max(jnp.abs(f))):.3e})")
     return loss
