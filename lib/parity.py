@@ -489,7 +489,9 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
 
     Raises:
         ValueError: malformed ``atoms`` (as :func:`population_loss`); ``features`` not a
-            finite real ``(M, p)`` array; ``rcond`` not a real number in ``[0, 1)``.
+            finite real ``(M, p)`` array; ``rcond`` not a real number in ``[0, 1)``; best
+            weights beyond float64's range (tiny features; computed on features scaled by a
+            power of two, so the loss itself is right for entries of any magnitude).
 
     Example:
         >>> atoms = parity_atoms(4, [0, 1], 0.0)
@@ -509,8 +511,21 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
     if (isinstance(rcond, bool) or not isinstance(rcond, numbers.Real)
             or not 0.0 <= float(rcond) < 1.0):
         raise ValueError(f"rcond must be a number in [0, 1), got {rcond!r}")
-    w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
-    loss = 0.5 * float(np.sum((A @ w - b) ** 2))
+    sa = _validate.max_abs(A)
+    if sa == 0 or 1e-150 <= sa <= 1e150:  # the ordinary range: as always
+        w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
+        loss = 0.5 * float(np.sum((A @ w - b) ** 2))
+        return loss, jnp.asarray(w)
+    # features near 1e+-300 (or subnormal): solve on A / 2^k (exact) and scale w back; the
+    # predictions A w, hence the loss, do not depend on the scale
+    s = _validate.pow2_scale(A)
+    w_s, *_ = np.linalg.lstsq(A / s, b, rcond=rcond)
+    loss = 0.5 * float(np.sum(((A / s) @ w_s - b) ** 2))
+    with np.errstate(over="ignore", under="ignore"):
+        w = w_s / s
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"the best weights overflow float64 (max |features| = {sa:.3e}): "
+                         "rescale the features (the loss does not depend on their scale)")
     return loss, jnp.asarray(w)
 
 

@@ -530,7 +530,7 @@ def test_w1_w2_smoothed_margin_spread_beyond_float64():
     # W2: symmetric pair +-c: F = -log(cosh(beta c)) / beta exactly (c = 1e308, 1e307)
     for c in (1e308, 1e307):
         got = float(margins.smoothed_margin([c, -c], 1e-310))
-        assert got == pytest.approx(-_log_cosh(1e-310 * c) / 1e-310, rel=1e-13)
+        assert got == pytest.approx(-_log_cosh(1e-310 * c) / 1e-310, rel=1e-13, abs=0)
     # the previous second-order branch was also used for subnormal beta with beta z ~ 1
     import math
     got = float(margins.smoothed_margin([1e308, -1e308], 1e-308))
@@ -556,7 +556,7 @@ def test_w3_kernel_max_margin_verifies_its_constraints(e):
     c = [F(float(v)) for v in np.asarray(res.coef)]
     Kc = [sum(F(float(K[i, j])) * c[j] for j in range(2)) for i in range(2)]
     assert min(float(y[i] * Kc[i]) for i in range(2)) >= 1 - 1e-9  # exact K c, no rounding
-    assert res.margin == pytest.approx(_exact_kernel_margin(K, y), rel=1e-9)
+    assert res.margin == pytest.approx(_exact_kernel_margin(K, y), rel=1e-9, abs=0)
 
 
 @pytest.mark.parametrize("p", [2, 1])
@@ -565,7 +565,7 @@ def test_w4_w5_max_margin_ill_conditioned(p):
     # w1 + e w2 >= 1 and -w1 + e w2 >= 1: the minimum of |w|_p is w = (0, 1 / e), both p
     w = np.asarray(convex.max_margin(X, y, p=p))
     assert abs(w[0]) <= 1e-9 * abs(w[1])
-    assert w[1] == pytest.approx(1.0 / 1e-8, rel=1e-9)
+    assert w[1] == pytest.approx(1.0 / 1e-8, rel=1e-9, abs=0)
 
 
 def test_w6_snapshot_steps_never_pass_num_steps():
@@ -606,7 +606,7 @@ def test_w10_relu_ntk_parallel_pairs_are_exact():
     K = np.asarray(ntk.relu_ntk(x, kappa=1.0))
     for i in range(2):
         n2 = float(x[i] @ x[i])
-        assert K[i, i] == pytest.approx(n2 * (0.25 + 0.5), rel=1e-15)
+        assert K[i, i] == pytest.approx(n2 * (0.25 + 0.5), rel=1e-15, abs=0)
     # near-parallel pair: phi = atan(t) exactly
     for t in (1e-6, 1e-9):
         x1, x2 = np.array([[1.0, 0.0]]), np.array([[1.0, t]])
@@ -614,14 +614,14 @@ def test_w10_relu_ntk_parallel_pairs_are_exact():
         cos, sin = 1.0 / r, t / r
         want = r * (sin + (math.pi - phi) * cos) / (4 * math.pi) \
             + 1.0 * (math.pi - phi) / (2 * math.pi)
-        assert float(ntk.relu_ntk(x1, x2, kappa=1.0)[0, 0]) == pytest.approx(want, rel=1e-14)
+        assert float(ntk.relu_ntk(x1, x2, kappa=1.0)[0, 0]) == pytest.approx(want, rel=1e-14, abs=0)
 
 
 def test_w11_subnormal_entries_and_step_sizes():
     import math
     out = np.asarray(margins.compress_radius(np.array([[1.0, 1e-310]])))
-    assert out[0, 0] == pytest.approx(math.tanh(1.0), rel=1e-15)
-    assert out[0, 1] == pytest.approx(math.tanh(1.0) * 1e-310, rel=1e-10)
+    assert out[0, 0] == pytest.approx(math.tanh(1.0), rel=1e-15, abs=0)
+    assert out[0, 1] == pytest.approx(math.tanh(1.0) * 1e-310, rel=1e-10, abs=0)
     for eta in (1e-320, 5e-324):
         with pytest.raises(ValueError, match="step_size"):
             flows.gradient_descent(_quad, jnp.zeros(2), step_size=eta, num_steps=3)
@@ -639,8 +639,8 @@ def test_w13_l1_interpolant_of_an_ill_conditioned_invertible_x():
     X, y = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-12]]), np.array([1.0, 2.0])
     b2 = 1 / (F(float(X[1, 1])) - 1)  # the unique solution: b2 = 1 / (x22 - 1), b1 = 1 - b2
     beta = np.asarray(convex.min_norm_interpolant(X, y, p=1))
-    assert beta[1] == pytest.approx(float(b2), rel=1e-9)
-    assert beta[0] == pytest.approx(float(1 - b2), rel=1e-9)
+    assert beta[1] == pytest.approx(float(b2), rel=1e-9, abs=0)
+    assert beta[0] == pytest.approx(float(1 - b2), rel=1e-9, abs=0)
 
 
 @pytest.mark.parametrize("c", [1e-200, 1e300])
@@ -649,7 +649,7 @@ def test_w14_dictionary_directions_of_extreme_norm(c):
     # the docstring's closed form: r = (1/2, -1/2), gamma = 1/2 (rows are normalized)
     r, gamma = margins.dictionary_f1_max_margin(X, y, c * np.array([[1.0, 0.0], [-1.0, 0.0]]))
     assert np.allclose(np.asarray(r), [0.5, -0.5], atol=1e-9)
-    assert gamma == pytest.approx(0.5, rel=1e-9)
+    assert gamma == pytest.approx(0.5, rel=1e-9, abs=0)
 
 
 # unclear errors, round 3
@@ -657,9 +657,9 @@ def test_w14_dictionary_directions_of_extreme_norm(c):
 def test_relu_ntk_huge_kappa_is_computed_in_scaled_form():
     # K = |x|^2 (1/4 + kappa^2 / 2) on the diagonal (d = 2)
     got = float(ntk.relu_ntk(np.array([[1e-100, 0.0]]), kappa=1e155)[0, 0])
-    assert got == pytest.approx(5e109, rel=1e-14)  # 1e-200 * 1e310 / 2
+    assert got == pytest.approx(5e109, rel=1e-14, abs=0)  # 1e-200 * 1e310 / 2
     got = float(ntk.relu_ntk(np.array([[1e-200, 0.0]]), kappa=10**200)[0, 0])
-    assert got == pytest.approx(0.5, rel=1e-14)
+    assert got == pytest.approx(0.5, rel=1e-14, abs=0)
     with pytest.raises(ValueError, match="overflows"):
         ntk.relu_ntk(np.array([[1.0, 0.0]]), kappa=1e155)
     with pytest.raises(ValueError, match="kappa is too large"):
@@ -730,8 +730,30 @@ def test_two_layer_intermediate_overflow_with_finite_output():
     # (s / m) sum_j a_j (b_j x)_+ = (1e-300 / 2) * 2 * 1e200 * 1e200 = 1e100
     p = {"a": np.array([1e200, 1e200]), "B": np.array([[1e200, 0.0], [1e200, 0.0]])}
     x = np.array([1.0, 0.0])
-    assert float(twolayer.two_layer(p, x, 1e-300)) == pytest.approx(1e100, rel=1e-14)
+    assert float(twolayer.two_layer(p, x, 1e-300)) == pytest.approx(1e100, rel=1e-14, abs=0)
     assert float(twolayer.two_layer_batch(p, x[None], 1e-300)[0]) == pytest.approx(1e100,
                                                                                    rel=1e-14)
     with pytest.raises(ValueError, match="output overflows"):
         twolayer.two_layer(p, x, 1.0)
+
+
+# ------------------------------------------------- round 3: found by this helper's own search
+
+@pytest.mark.parametrize("e", [1e-8, 1e-6])
+def test_simplex_max_margin_small_margin_is_exact(e):
+    # z_1 = (1, e), z_2 = (-1, e): on the simplex min(a1 + e a2, -a1 + e a2) is largest at
+    # a = (0, 1), gamma = e (an interior-point answer was off by 4e-6 relative at e = 1e-8)
+    a, gamma = margins.simplex_max_margin(np.array([[1.0, e], [1.0, -e]]), np.array([1.0, -1.0]))
+    assert gamma == pytest.approx(e, rel=1e-9, abs=0)
+    assert np.allclose(np.asarray(a), [0.0, 1.0], atol=1e-12)
+
+
+def test_best_feature_loss_with_tiny_features():
+    # one constant feature c: best weight E[y] / c with E[y] = alpha (2 * 3/4 - 1) = 0.15 for
+    # alpha = 0.3, I = {0}; loss (1 - 0.15^2) / 2 whatever c
+    atoms = parity.parity_atoms(3, [0], 0.3)
+    loss, w = parity.best_feature_loss(np.full((8, 1), 1e-200), atoms)
+    assert loss == pytest.approx(0.5 * (1 - 0.15 ** 2), rel=1e-14, abs=0)
+    assert float(w[0]) == pytest.approx(0.15 / 1e-200, rel=1e-14, abs=0)
+    with pytest.raises(ValueError, match="features"):  # the weight 1.5e309 overflows
+        parity.best_feature_loss(np.full((8, 1), 1e-310), atoms)
