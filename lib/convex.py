@@ -131,6 +131,14 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         beta, _, _, sv = np.linalg.lstsq(Xn, yn, rcond=None)
         resid = np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn)
         if resid > 1e-8:
+            # SVD-based lstsq (on X divided by a non-power-of-two scale) loses digits in
+            # 1 / s_min on an ill-conditioned X of full row rank: use the backward-stable
+            # minimum-norm solution beta = Q R^-T y (QR of X^T) on the original X and y
+            # instead, and never call such a system inconsistent
+            direct = _min_norm_full_row_rank(np.asarray(X), np.asarray(y))
+            if direct is not None:
+                return (direct, None) if return_certificate else direct
+        if resid > 1e-8:
             raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
                              f"{resid:.3e})")
         # optimality: lstsq returns the minimum-norm solution of X with its singular values
@@ -160,6 +168,32 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         beta = _refine_on_support(beta, np.asarray(X), np.asarray(y), cy / cx)
     beta = _unscale(beta, cy / cx, X, y)
     return (beta, cert) if return_certificate else beta
+
+
+def _min_norm_full_row_rank(X, y):
+    """argmin ||b||_2 s.t. X b = y for X of full row rank (N <= d) as b = Q R^-T y with
+    X^T = Q R: backward stable, so accurate where SVD-based lstsq loses digits. Returned only
+    if R is numerically nonsingular, the result finite and its residual at rounding level
+    (|X b - y| <= 100 max(N, d) eps |X| |b|); else None."""
+    from scipy.linalg import qr, solve_triangular
+
+    N, d = X.shape
+    if N > d:
+        return None
+    with np.errstate(all="ignore"):
+        Q, R = qr(X.T, mode="economic")
+        diag = np.abs(np.diag(R))
+        if not diag.min() > max(N, d) * np.finfo(float).eps * diag.max():
+            return None
+        beta = Q @ solve_triangular(R, y, trans="T")
+        if not np.all(np.isfinite(beta)):
+            return None
+        resid = np.linalg.norm(X @ beta - y)
+        bound = _BACKWARD * max(N, d) * np.finfo(float).eps * np.linalg.norm(X) * \
+            np.linalg.norm(beta)
+    if not resid <= max(bound, 1e-8 * np.linalg.norm(y)):
+        return None
+    return jnp.asarray(beta)
 
 
 class Certificate(NamedTuple):

@@ -757,3 +757,15 @@ def test_best_feature_loss_with_tiny_features():
     assert float(w[0]) == pytest.approx(0.15 / 1e-200, rel=1e-14, abs=0)
     with pytest.raises(ValueError, match="features"):  # the weight 1.5e309 overflows
         parity.best_feature_loss(np.full((8, 1), 1e-310), atoms)
+
+
+def test_l2_interpolant_of_an_ill_conditioned_invertible_x_is_not_called_inconsistent():
+    from fractions import Fraction as F
+    X, y = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-12]]), np.array([1.0, 2.0])
+    b2 = 1 / (F(float(X[1, 1])) - 1)  # invertible: the interpolant is the unique solution
+    # was: "X beta = y is inconsistent" (the SVD-based least-squares residual, 2e-4, taken for
+    # inconsistency). A backward-stable solve is accurate to cond(X) eps ~ 4e12 * 1.1e-16
+    beta = np.asarray(convex.min_norm_interpolant(X, y, p=2))
+    assert beta[1] == pytest.approx(float(b2), rel=1e-3, abs=0)
+    assert beta[0] == pytest.approx(float(1 - b2), rel=1e-3, abs=0)
+    assert abs(float(np.sum(beta)) - 1.0) <= 1e-3 * float(b2)  # first equation, to rounding
