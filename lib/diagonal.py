@@ -957,6 +957,20 @@ def _check_flow_system(X, y, alpha, depth):
     Xn, yn = np.asarray(X) / sx, np.asarray(y) / sy
     resid = np.linalg.norm(Xn @ np.linalg.lstsq(Xn, yn, rcond=None)[0] - yn) / np.linalg.norm(yn)
     if resid > 1e-8:
+        from .convex import _min_norm_full_row_rank
+
+        # an ill-conditioned X of full row rank can leave an SVD least-squares residual above
+        # 1e-8 although X beta = y has an exact solution: only a residual that the
+        # backward-stable QR solution also leaves means inconsistency
+        if _min_norm_full_row_rank(Xn, yn) is not None:
+            sv = np.linalg.svd(Xn, compute_uv=False)
+            raise ValueError(f"X is ill-conditioned (singular values {sv[-1]:.3e} to "
+                             f"{sv[0]:.3e} after scaling to max |X| = 1): X beta = y has an "
+                             "exact solution (it is consistent), but its least-squares "
+                             f"residual in float64 is {resid:.1e} and the flow needs a time of "
+                             f"order 1 / s_min^2 = {1 / sv[-1] ** 2:.1e} to reach it; the "
+                             "zero-loss target cannot be certified")
+    if resid > 1e-8:
         raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
                          f"{resid:.3e}): the square loss cannot reach 0, so the flow has no "
                          "target to reach")

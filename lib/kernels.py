@@ -126,8 +126,12 @@ def _kernel_regression_scaled(K, y, ridge, rcond, tol):
     c = evecs @ (inv * (evecs.T @ y))
     residual = float(jnp.linalg.norm(K @ c - y) / max(float(jnp.linalg.norm(y)), 1e-300))
     if residual > tol:
+        dropped = int(jnp.sum((evals > 0) & ~keep))
+        why = (f"; {dropped} positive eigenvalue(s) of K below rcond * max = "
+               f"{rcond * max(top, 0.0):.1e} were treated as 0 (pass a smaller rcond if they "
+               "are meaningful)") if dropped else ""
         raise ValueError(f"y cannot be interpolated with K (relative residual {residual:.3e} > "
-                         f"tol = {tol:.1e}); pass ridge > 0 for kernel ridge regression")
+                         f"tol = {tol:.1e}){why}; pass ridge > 0 for kernel ridge regression")
     return c
 
 

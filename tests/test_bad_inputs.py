@@ -769,3 +769,27 @@ def test_l2_interpolant_of_an_ill_conditioned_invertible_x_is_not_called_inconsi
     assert beta[1] == pytest.approx(float(b2), rel=1e-3, abs=0)
     assert beta[0] == pytest.approx(float(1 - b2), rel=1e-3, abs=0)
     assert abs(float(np.sum(beta)) - 1.0) <= 1e-3 * float(b2)  # first equation, to rounding
+
+
+def test_flow_path_ill_conditioned_consistent_x_is_not_called_inconsistent():
+    # rows (1, 1, 0) and (1, 1 + 1e-10, 0): X beta = y = (1, 2) has the exact solution
+    # beta = (1 - 1e10, 1e10, 0); the refusal must say ill-conditioned, not inconsistent
+    X = np.array([[1.0, 1.0, 0.0], [1.0, 1.0 + 1e-10, 0.0]])
+    with pytest.raises(ValueError, match="ill-conditioned.*consistent"):
+        diagonal.gradient_flow_path(X, np.array([1.0, 2.0]), 1.0)
+
+
+def test_kernel_regression_names_rcond_when_it_drops_eigenvalues():
+    # K = [[1, 1 - d], [1 - d, 1]] is invertible (eigenvalues 2 - d and d = 1e-12) but rcond
+    # = 1e-12 drops d / (2 - d): the refusal must say so; with rcond = 1e-14 the solution is
+    # K^-1 y = ((1 - (1 - d) 2), (2 - (1 - d))) / (1 - (1 - d)^2)
+    d = 1e-12
+    K = np.array([[1.0, 1.0 - d], [1.0 - d, 1.0]])
+    with pytest.raises(ValueError, match="rcond"):
+        kernels.kernel_regression(K, np.array([1.0, 2.0]))
+    from fractions import Fraction as F
+    k = F(float(K[0, 1]))
+    det = 1 - k * k
+    want = [float((1 - 2 * k) / det), float((2 - k) / det)]
+    c = np.asarray(kernels.kernel_regression(K, np.array([1.0, 2.0]), rcond=1e-14))
+    assert np.allclose(c, want, rtol=1e-3, atol=0)  # cond(K) eps ~ 2e12 * 1.1e-16
