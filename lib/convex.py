@@ -100,7 +100,9 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2, an
             inconsistent system (no exact interpolant), for ``p = 2`` a near-singular ``X``
             whose least-squares residual is above rounding level (the interpolant is then
-            ill-determined; the message gives the residual and singular values), or an
+            ill-determined; the message gives the residual and singular values; a full-row-rank
+            ``X`` is first retried with the backward-stable QR minimum-norm solution, so a
+            consistent ill-conditioned system is not called inconsistent), or an
             interpolant outside float64's range.
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
             For ``p = 1`` an answer that fails (or an "infeasible" verdict on a consistent,
