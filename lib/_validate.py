@@ -73,6 +73,19 @@ def real_array(name, x, *, ndim=None, shape=None):
     return jnp.asarray(x, dtype=jnp.float64)
 
 
+def traced_scalar(name, value):
+    """A real 0-d value that may be a JAX tracer (an argument of a closure that users call
+    under ``jit``/``grad``): dtype and rank are checked (bools, complex, strings, None and
+    vectors are refused); when the value is concrete, finiteness too. Returns a float64
+    array."""
+    import jax
+
+    arr = real_array(name, value, ndim=0)
+    if not isinstance(arr, jax.core.Tracer) and not bool(jnp.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return arr
+
+
 def positive(name, value, *, allow_zero=False):
     """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float."""
     v = scalar(name, value)
@@ -80,6 +93,28 @@ def positive(name, value, *, allow_zero=False):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
     return v
+
+
+TINY = float(np.finfo(np.float64).tiny)
+
+
+def step_size(name, value):
+    """A step size: a finite real number (or, for arrays, every entry) >= the smallest normal
+    float64 (~2.2e-308). Subnormal step sizes are refused: XLA on CPU flushes them to zero, so
+    no step would move and every time would be 0."""
+    if np.ndim(value) == 0 or isinstance(value, str | bytes):
+        v = positive(name, value)
+        if v < TINY:
+            raise ValueError(f"{name} = {v!r} is subnormal (below {TINY:.3e}): XLA flushes it "
+                             "to zero, so no step would move; pass a larger step size")
+        return v
+    arr = as_array(name, value, ndim=1)
+    if arr.size == 0 or not bool(jnp.all(arr > 0)):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    if float(np.min(np.asarray(arr))) < TINY:
+        raise ValueError(f"{name} has subnormal entries (below {TINY:.3e}): XLA flushes them "
+                         "to zero, so no step would move; pass larger step sizes")
+    return arr
 
 
 def integer(name, value, *, minimum=None):
@@ -127,6 +162,8 @@ def scalar(name, value, *, minimum=None, maximum=None, allow_min=True, allow_max
     if isinstance(value, bool | np.bool_) or not isinstance(
             value, numbers.Real | np.ndarray | jnp.ndarray | np.generic):
         raise ValueError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    if isinstance(value, numbers.Integral) and not isinstance(value, np.generic):
+        value = _python_int(name, value)  # a Python int of any size (np.asarray: object)
     if np.ndim(value) != 0 or np.iscomplexobj(value) or np.asarray(value).dtype.kind not in "iuf":
         raise ValueError(f"{name} must be a real scalar, got {value!r}")
     try:
@@ -140,6 +177,13 @@ def scalar(name, value, *, minimum=None, maximum=None, allow_min=True, allow_max
     if maximum is not None and (v > maximum or (v == maximum and not allow_max)):
         raise ValueError(f"{name} must be {'<=' if allow_max else '<'} {maximum}, got {value!r}")
     return v
+
+
+def _python_int(name, value):
+    try:
+        return float(value)
+    except OverflowError as err:
+        raise ValueError(f"{name} is too large: {value!r:.40}") from err
 
 
 def function(name, f, signature="f(params, x)", *, hashable=False):
@@ -164,12 +208,41 @@ before any memory is allocated."""
 
 def size(name, value, *, minimum=1, maximum=MAX_ELEMENTS):
     """An integer count (number of samples, steps, width) between ``minimum`` and ``maximum``;
-    refuses sizes that would not fit in memory (e.g. ``10**30``) before anything is allocated."""
+    refuses sizes that would not fit in memory (e.g. ``10**30``) before anything is allocated.
+    With the default ``maximum`` (a count of float64 entries) the size is also checked
+    against the memory available now: more than half of it is refused, naming ``name``."""
     v = integer(name, value, minimum=minimum)
     if maximum is not None and v > maximum:
         raise ValueError(f"{name} = {v} is too large (at most {maximum}): the arrays "
                          "would not fit in memory")
+    if maximum == MAX_ELEMENTS:  # a count of float64 entries: also against the memory free now
+        avail = available_memory()
+        if avail is not None and 8 * v > MEMORY_FRACTION * avail:
+            raise ValueError(f"{name} = {v} is too large: {v} float64 entries need "
+                             f"{8 * v / 2**30:.3g} GiB, more than half of the "
+                             f"{avail / 2**30:.3g} GiB of memory available")
     return v
+
+
+MEMORY_FRACTION = 0.5
+"""A single array may use at most this fraction of the memory available when it is made."""
+
+
+def available_memory():
+    """Bytes of memory available now (MemAvailable of /proc/meminfo), or None if unknown."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def prng_key(name, key):

@@ -100,9 +100,14 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2, an
             inconsistent system (no exact interpolant), for ``p = 2`` a near-singular ``X``
             whose least-squares residual is above rounding level (the interpolant is then
-            ill-determined; the message gives the residual and singular values), or an
+            ill-determined; the message gives the residual and singular values; a full-row-rank
+            ``X`` is first retried with the backward-stable QR minimum-norm solution, so a
+            consistent ill-conditioned system is not called inconsistent), or an
             interpolant outside float64's range.
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
+            For ``p = 1`` an answer that fails (or an "infeasible" verdict on a consistent,
+            ill-conditioned ``X``) is retried on the whitened system
+            :math:`V_r^\top\beta = S_r^{-1}U_r^\top y` (SVD of ``X``), which must verify too.
 
     Example:
         >>> import numpy as np
@@ -128,6 +133,14 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         beta, _, _, sv = np.linalg.lstsq(Xn, yn, rcond=None)
         resid = np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn)
         if resid > 1e-8:
+            # SVD-based lstsq (on X divided by a non-power-of-two scale) loses digits in
+            # 1 / s_min on an ill-conditioned X of full row rank: use the backward-stable
+            # minimum-norm solution beta = Q R^-T y (QR of X^T) on the original X and y
+            # instead, and never call such a system inconsistent
+            direct = _min_norm_full_row_rank(np.asarray(X), np.asarray(y))
+            if direct is not None:
+                return (direct, None) if return_certificate else direct
+        if resid > 1e-8:
             raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
                              f"{resid:.3e})")
         # optimality: lstsq returns the minimum-norm solution of X with its singular values
@@ -147,9 +160,42 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         # lstsq returns the minimum-norm solution for under-determined systems
         beta = _unscale(beta, cy / cx, X, y)
         return (beta, None) if return_certificate else beta
-    beta, cert = _l1_interpolant(Xn, yn)
+    try:
+        beta, cert = _l1_interpolant(Xn, yn)
+    except (ValueError, RuntimeError) as err:
+        # HiGHS's tolerances are absolute: on an ill-conditioned X (e.g. rows (1, 1) and
+        # (1, 1 + 1e-12)) it may call a consistent system infeasible or return a point that
+        # does not verify; solve the whitened, equivalent system and verify that instead
+        beta, cert = _l1_interpolant_whitened(Xn, yn, err)
+        beta = _refine_on_support(beta, np.asarray(X), np.asarray(y), cy / cx)
     beta = _unscale(beta, cy / cx, X, y)
     return (beta, cert) if return_certificate else beta
+
+
+def _min_norm_full_row_rank(X, y):
+    """argmin ||b||_2 s.t. X b = y for X of full row rank (N <= d) as b = Q R^-T y with
+    X^T = Q R: backward stable, so accurate where SVD-based lstsq loses digits. Returned only
+    if R is numerically nonsingular, the result finite and its residual at rounding level
+    (|X b - y| <= 100 max(N, d) eps |X| |b|); else None."""
+    from scipy.linalg import qr, solve_triangular
+
+    N, d = X.shape
+    if N > d:
+        return None
+    with np.errstate(all="ignore"):
+        Q, R = qr(X.T, mode="economic")
+        diag = np.abs(np.diag(R))
+        if not diag.min() > max(N, d) * np.finfo(float).eps * diag.max():
+            return None
+        beta = Q @ solve_triangular(R, y, trans="T")
+        if not np.all(np.isfinite(beta)):
+            return None
+        resid = np.linalg.norm(X @ beta - y)
+        bound = _BACKWARD * max(N, d) * np.finfo(float).eps * np.linalg.norm(X) * \
+            np.linalg.norm(beta)
+    if not resid <= max(bound, 1e-8 * np.linalg.norm(y)):
+        return None
+    return jnp.asarray(beta)
 
 
 class Certificate(NamedTuple):
@@ -208,6 +254,56 @@ def _l1_interpolant(Xn, yn):
     return beta, cert
 
 
+def _l1_interpolant_whitened(Xn, yn, first_error):
+    """min ||b||_1 s.t. Xn b = yn through the equivalent system V_r^T b = S_r^-1 U_r^T yn
+    (Xn = U S V^T, rank r at rounding level): orthonormal rows, so HiGHS's absolute
+    tolerances are relative. The system is first checked for consistency (least-squares
+    residual at rounding level); the answer must verify on the whitened system (residual,
+    dual feasibility, gap at most 1e-9) and solve Xn b = yn to backward-stable accuracy."""
+    U, sv, Vt = np.linalg.svd(Xn, full_matrices=False)
+    eps = np.finfo(float).eps * max(Xn.shape)
+    keep = sv > eps * sv[0]
+    U, sv, Vt = U[:, keep], sv[keep], Vt[keep]
+    coef = U.T @ yn
+    resid = np.linalg.norm(yn - U @ coef) / np.linalg.norm(yn)
+    if resid > _BACKWARD * eps:
+        raise ValueError(f"X beta = y is inconsistent: no interpolant exists (relative "
+                         f"least-squares residual {resid:.3e})") from first_error
+    rhs = coef / sv
+    scale = float(np.max(np.abs(rhs)))
+    beta, cert = _l1_interpolant(Vt, rhs / scale)
+    beta = beta * scale
+    resid = float(np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn))
+    rounding = _BACKWARD * eps * (float(sv[0]) * np.linalg.norm(beta) / np.linalg.norm(yn) + 1)
+    if resid > rounding:
+        raise RuntimeError(f"min_norm_interpolant: the whitened solution does not solve X beta "
+                           f"= y to rounding level (relative residual {resid:.3e} > "
+                           f"{rounding:.1e})") from first_error
+    return beta, cert._replace(solver="HiGHS (whitened system)")
+
+
+def _refine_on_support(beta_scaled, X, y, factor):
+    """The LP vertex's support S: recompute beta_S from X_S beta_S = y by a direct solve on the
+    original (unscaled) X and y, returned in the scaled units of ``beta_scaled``: the SVD
+    route, and dividing X by a non-power-of-two scale, lose digits when X is
+    ill-conditioned. Kept only when finite and of the same signs as the LP's answer."""
+    support = np.abs(beta_scaled) > 1e-12 * float(np.max(np.abs(beta_scaled)))
+    if not 0 < support.sum() <= X.shape[0] or not np.isfinite(factor) or factor <= 0:
+        return beta_scaled
+    with np.errstate(all="ignore"):
+        XS = X[:, support]
+        if XS.shape[0] == XS.shape[1]:  # LU: SVD-based lstsq loses digits in 1 / s_min
+            sol = np.linalg.solve(XS, y) / factor
+        else:  # QR with column pivoting
+            from scipy.linalg import lstsq as qr_lstsq
+            sol = qr_lstsq(XS, y, lapack_driver="gelsy")[0] / factor
+    if np.all(np.isfinite(sol)) and np.all(np.sign(sol) == np.sign(beta_scaled[support])):
+        refined = np.zeros_like(beta_scaled)
+        refined[support] = sol
+        return refined
+    return beta_scaled
+
+
 def _unscale(beta_scaled, factor, X, y):
     """beta = beta_scaled * factor, refusing a result outside float64's range."""
     X, y = np.asarray(X), np.asarray(y)
@@ -216,11 +312,118 @@ def _unscale(beta_scaled, factor, X, y):
         beta = beta_scaled * factor if np.isfinite(factor) and factor > 0 else \
             beta_scaled * cy / cx
         ok = np.all(np.isfinite(beta)) and np.all(np.isfinite(X @ beta))
-        fits = ok and np.linalg.norm(X @ beta - y) <= 1e-6 * np.linalg.norm(y)
+        # the product X beta has rounding error ~ eps |X| |beta|, large for ill-conditioned X
+        slack = _BACKWARD * max(X.shape) * np.finfo(float).eps * (
+            np.linalg.norm(X) * np.linalg.norm(beta) / max(np.linalg.norm(y), 1e-300)) \
+            if ok else 0.0
+        fits = ok and np.linalg.norm(X @ beta - y) <= max(1e-6, slack) * np.linalg.norm(y)
     if not (ok and fits):
         raise ValueError(f"the interpolant is outside float64's range: it scales as max |y| / "
                          f"max |X| = {cy:.3e} / {cx:.3e}; rescale X or y")
     return jnp.asarray(beta)
+
+
+# A max-margin solution is accepted when its constraint violation, stationarity residual and
+# duality gap (relative, on the scaled problem) are at most this.
+_MARGIN_TOL = 1e-8
+
+
+def _margin_checks(Z, w, a, p):
+    """Residuals of min ||w||_p s.t. Z w >= 1 at (w, multipliers a): relative constraint
+    violation, dual infeasibility (p = 1: ||Z^T a||_inf - 1; p = 2: ||w - Z^T a|| / ||w|| with
+    the KKT condition w = Z^T a of min ||w||^2 / 2) and relative duality gap. Rounding in the
+    products Z w, Z^T a is allowed for (|Z| |w| eps, |Z| |a| eps)."""
+    eps = np.finfo(float).eps * max(Z.shape)
+    zabs = np.abs(Z)
+    margins = Z @ w
+    round_m = eps * float(np.max(zabs @ np.abs(w)))
+    a = np.clip(a, 0.0, None)
+    za = Z.T @ a
+    round_a = eps * float(np.max(zabs.T @ a)) if a.size else 0.0
+    if p == 1:
+        nw = float(np.abs(w).sum())
+        dual = max(0.0, float(np.max(np.abs(za))) - 1.0 - round_a)
+        gap = abs(nw - float(a.sum())) / max(nw, 1e-300)
+    else:
+        nw = float(np.linalg.norm(w))
+        dual = max(0.0, float(np.linalg.norm(w - za)) - round_a * np.sqrt(w.size)) / \
+            max(nw, 1e-300)
+        gap = abs(nw ** 2 - float(a.sum())) / max(nw ** 2, 1e-300)
+    return {"violation": max(0.0, 1.0 - float(np.min(margins)) - round_m),
+            "dual": dual, "gap": gap}
+
+
+def _margin_solve(Xn, yn, p, what):
+    """min ||w||_p s.t. Z w >= 1 (rows z_i = y_i x_i, max |Z| = 1), accepted only when it
+    verifies (:func:`_margin_checks` at most ``_MARGIN_TOL``). First the problem as posed
+    (Clarabel); when that answer does not verify or the solver calls it infeasible, a
+    better-conditioned equivalent: for p = 2 the whitened problem (Z = U S V^T, w = V S^-1 u:
+    constraints U u >= 1, objective ||(s_min / S) u||^2), for p = 1 the linear program with
+    columns scaled to max 1 (HiGHS). Data that the reformulation also finds infeasible are
+    not separable (ValueError); a solution that still does not verify raises RuntimeError
+    with its residuals."""
+    cp = _cvxpy()
+    Z = yn[:, None] * Xn
+    w = cp.Variable(Xn.shape[1])
+    objective = cp.norm1(w) if p == 1 else cp.sum_squares(w)
+    prob = cp.Problem(cp.Minimize(objective), [cp.multiply(yn, Xn @ w) >= 1])
+    status = _solve(prob, what)
+    if status == cp.OPTIMAL:
+        wv = np.asarray(w.value)
+        mult = np.asarray(prob.constraints[0].dual_value)
+        checks = _margin_checks(Z, wv, mult if p == 1 else mult / 2.0, p)
+        if max(checks.values()) <= _MARGIN_TOL:
+            return wv
+    elif status not in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        raise RuntimeError(f"{what}: solver status {status!r}")
+    wv, mult, infeasible = (_margin_whitened if p == 2 else _margin_l1_scaled)(Z, what)
+    if infeasible:
+        raise ValueError("the data (X, y) are not linearly separable through the origin")
+    checks = _margin_checks(Z, wv, mult, p)
+    if max(checks.values()) > _MARGIN_TOL:
+        raise RuntimeError(f"{what}: the solution does not verify (relative residuals, tol "
+                           f"{_MARGIN_TOL:.0e}): {checks}")
+    return wv
+
+
+def _margin_whitened(Z, what):
+    """p = 2 on the whitened problem; returns (w, multipliers a with w = Z^T a, infeasible)."""
+    cp = _cvxpy()
+    U, sv, Vt = np.linalg.svd(Z, full_matrices=False)
+    keep = sv > max(Z.shape) * np.finfo(float).eps * sv[0]
+    U, sv, Vt = U[:, keep], sv[keep], Vt[keep]
+    smin = float(sv[-1])
+    u = cp.Variable(sv.size)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(cp.multiply(smin / sv, u))), [U @ u >= 1])
+    status = _solve(prob, what)
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        return None, None, True
+    if status != cp.OPTIMAL:
+        raise RuntimeError(f"{what}: solver status {status!r} on the whitened problem")
+    w = Vt.T @ (np.asarray(u.value) / sv)
+    # stationarity 2 (smin/s)^2 u = U^T mu is 2 smin^2 w = Z^T mu: a = mu / (2 smin^2)
+    a = np.asarray(prob.constraints[0].dual_value) / (2.0 * smin ** 2)
+    return w, a, False
+
+
+def _margin_l1_scaled(Z, what):
+    """p = 1 as the LP w = (p - q) / c, p, q >= 0 with columns scaled to max 1 (HiGHS);
+    returns (w, multipliers, infeasible)."""
+    from scipy.optimize import linprog
+
+    c = np.max(np.abs(Z), axis=0)
+    c = np.where(c > 0, c, 1.0)
+    Zc = Z / c
+    d = Z.shape[1]
+    res = linprog(np.concatenate([1.0 / c, 1.0 / c]), A_ub=-np.hstack([Zc, -Zc]),
+                  b_ub=-np.ones(Z.shape[0]), bounds=(0, None), method="highs")
+    if res.status == 2:
+        return None, None, True
+    if res.x is None or res.ineqlin is None:
+        raise RuntimeError(f"{what}: HiGHS returned no solution (status {res.status}: "
+                           f"{res.message})")
+    w = (res.x[:d] - res.x[d:]) / c
+    return w, -np.asarray(res.ineqlin.marginals), False
 
 
 def max_margin(X, y, p=2):
@@ -242,7 +445,12 @@ def max_margin(X, y, p=2):
         ValueError: bad shapes or labels, ``p`` not the int 1 or 2, data that are not
             linearly separable (through the origin), or a classifier outside float64's range
             (``max |X|`` so small that ``1 / max |X|`` overflows).
-        RuntimeError: the solver stopped without reaching optimality.
+        RuntimeError: the solver stopped without reaching optimality, or its answer does not
+            verify: every answer is checked against its own constraints and optimality
+            conditions (constraint violation, dual feasibility, duality gap, relative, at
+            most 1e-8); when the problem as posed fails this (ill-conditioned data, e.g.
+            ``x = (1, +-1e-8)``), a whitened (p = 2) or column-scaled (p = 1) equivalent is
+            solved and checked instead, and the message gives the residuals if that fails too.
 
     Example:
         >>> import numpy as np
@@ -258,17 +466,9 @@ def max_margin(X, y, p=2):
     # Scale the inputs to max |X| = 1 (w = w' / cx), so the solver's tolerances are relative.
     Xn, _, cx, _ = _scaled(np.asarray(X), np.ones(1))
     yn = np.asarray(y)
-    cp = _cvxpy()
-    w = cp.Variable(Xn.shape[1])
-    objective = cp.norm1(w) if p == 1 else cp.sum_squares(w)
-    prob = cp.Problem(cp.Minimize(objective), [cp.multiply(yn, Xn @ w) >= 1])
-    status = _solve(prob, "max_margin")
-    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-        raise ValueError("the data (X, y) are not linearly separable through the origin")
-    if status != cp.OPTIMAL:
-        raise RuntimeError(f"max_margin: solver status {status!r}")
+    w = _margin_solve(Xn, yn, p, "max_margin")
     with np.errstate(over="ignore"):
-        w = w.value / cx
+        w = w / cx
     if not np.all(np.isfinite(w)):
         raise ValueError(f"the max-margin classifier is outside float64's range: its norm "
                          f"scales as 1 / max |X| and max |X| = {cx:.3e}; rescale X")

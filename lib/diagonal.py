@@ -957,6 +957,20 @@ def _check_flow_system(X, y, alpha, depth):
     Xn, yn = np.asarray(X) / sx, np.asarray(y) / sy
     resid = np.linalg.norm(Xn @ np.linalg.lstsq(Xn, yn, rcond=None)[0] - yn) / np.linalg.norm(yn)
     if resid > 1e-8:
+        from .convex import _min_norm_full_row_rank
+
+        # an ill-conditioned X of full row rank can leave an SVD least-squares residual above
+        # 1e-8 although X beta = y has an exact solution: only a residual that the
+        # backward-stable QR solution also leaves means inconsistency
+        if _min_norm_full_row_rank(Xn, yn) is not None:
+            sv = np.linalg.svd(Xn, compute_uv=False)
+            raise ValueError(f"X is ill-conditioned (singular values {sv[-1]:.3e} to "
+                             f"{sv[0]:.3e} after scaling to max |X| = 1): X beta = y has an "
+                             "exact solution (it is consistent), but its least-squares "
+                             f"residual in float64 is {resid:.1e} and the flow needs a time of "
+                             f"order 1 / s_min^2 = {1 / sv[-1] ** 2:.1e} to reach it; the "
+                             "zero-loss target cannot be certified")
+    if resid > 1e-8:
         raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
                          f"{resid:.3e}): the square loss cannot reach 0, so the flow has no "
                          "target to reach")
@@ -1016,7 +1030,9 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
 
     Raises:
         ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not a finite real
-            ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point);
+            ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point), or consistent
+            but so ill-conditioned that its float64 least-squares residual exceeds 1e-8 (the
+            message says which, with the singular values);
             ``alpha`` not a finite number > 0 or ``alpha**depth`` outside float64's range;
             ``depth`` not an integer >= 2; ``target`` not a finite number > 0; ``rtol`` not in
             ``(0, 1)``; ``max_segments``/``max_steps`` not integers >= 1 (``max_steps`` at most
@@ -1239,7 +1255,9 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
             ``max_iter`` not an integer >= 1, ``return_dual`` not a bool, bad shapes, data
             not linearly separable through the origin (checked with
             :func:`lib.convex.max_margin` when no KKT point is found: a KKT point itself
-            certifies separability).
+            certifies separability); ``mu * max|X|`` outside float64's range. ``X`` with
+            ``max|X|`` outside [1e-100, 1e100] is solved in scaled form
+            (``w(X, mu) = w(X / c, mu c) / c``).
         RuntimeError: no convergence within ``max_iter`` (message gives the KKT residual).
 
     Example:
@@ -1259,6 +1277,24 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     _validate.positive("tol", tol)
     max_iter = _validate.integer("max_iter", max_iter, minimum=1)
     return_dual = _validate.boolean("return_dual", return_dual)
+    cx = _validate.max_abs(X)
+    if not 1e-100 <= cx <= 1e100:
+        # scaled form (as implicit_bias_limit): with X = cx X', w = v / cx turns the problem
+        # into min Q_{mu cx}(v) / cx s.t. y <x', v> >= 1, so w(X, mu) = w(X', mu cx) / cx and
+        # the multipliers are lam = lam' / cx
+        with np.errstate(over="ignore", under="ignore"):
+            mu_s = mu * cx
+        if not (np.isfinite(mu_s) and mu_s >= _validate.TINY):
+            raise ValueError(f"mu and X are out of range together: the limit depends on them "
+                             f"through mu * max|X| = {mu:.3e} * {cx:.3e}, outside float64's "
+                             "range: rescale X or mu")
+        out = margin_limit(np.asarray(X) / cx, y, mu_s, depth, tol=tol, max_iter=max_iter,
+                           return_dual=return_dual)
+        with np.errstate(over="ignore", under="ignore"):
+            w = (out[0] if return_dual else out) / cx
+        if not np.all(np.isfinite(w)):
+            raise ValueError(f"the limit is outside float64's range (max |X| = {cx:.3e})")
+        return (w, out[1] / cx) if return_dual else w
     A = np.asarray(y)[:, None] * np.asarray(X)
     log_mu = np.log(mu)
     N = A.shape[0]
@@ -1434,6 +1470,23 @@ class ExponentialRun(NamedTuple):
     times: np.ndarray
 
 
+def _check_separable(X, y):
+    """Refuse data that are not linearly separable through the origin before any training:
+    a feasibility linear program (find w with y_n <x_n, w> >= 1, on X / max|X|) solved by
+    HiGHS. Without it, normalized GD on non-separable data runs every step of every level
+    before failing (the loss is bounded below by a positive value)."""
+    from scipy.optimize import linprog
+
+    A = np.asarray(y)[:, None] * np.asarray(X)
+    A = A / _validate.max_abs(A)
+    res = linprog(np.zeros(A.shape[1]), A_ub=-A, b_ub=-np.ones(A.shape[0]),
+                  bounds=(None, None), method="highs")
+    if res.status == 2:
+        raise ValueError("the data (X, y) are not linearly separable through the origin: the "
+                         "exponential loss has a positive infimum, so no accuracy level "
+                         "-log L can be reached")
+
+
 def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=0.25,
                           max_ratio=1.3, max_steps=2_000_000):
     r"""Train the depth-D diagonal network on the exponential loss with normalized gradient
@@ -1467,7 +1520,8 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
             non-empty 1-D array of finite real numbers (bools, strings, None and complex are
             refused), increasing and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1;
             ``max_steps`` not an integer >= 1; a curvature bound that overflows (``X`` or
-            ``alpha`` too large).
+            ``alpha`` too large); data ``(X, y)`` that are not linearly separable through
+            the origin (checked first, by a feasibility linear program).
         RuntimeError: a level was not reached within ``max_steps`` (the message gives the
             loss reached).
 
@@ -1495,6 +1549,7 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     if _validate.positive("max_ratio", max_ratio) <= 1:
         raise ValueError(f"max_ratio must be > 1, got {max_ratio}")
     max_steps = _validate.integer("max_steps", max_steps, minimum=1)
+    _check_separable(X, y)
     A = jnp.asarray(y)[:, None] * X
     xmax = float(jnp.max(jnp.linalg.norm(X, axis=1)))
     # levels: start at -log L(0) = 0 < the first accuracy, refine geometrically

@@ -120,7 +120,10 @@ def snapshot_steps(num_steps, count=64):
     """
     num_steps = _validate.size("num_steps", num_steps, minimum=1, maximum=2**62)
     count = _validate.size("count", count, minimum=1, maximum=10**7)
-    geo = np.geomspace(1, num_steps, count).round().astype(np.int64)
+    geo = np.geomspace(1, num_steps, count).round()
+    # float64 rounds steps above 2**53: clip so that no snapshot lies past num_steps
+    geo = np.clip(geo, 1, float(num_steps)).astype(np.int64)
+    geo = np.minimum(geo, num_steps)
     return np.unique(np.concatenate([[0], geo, [num_steps]]))
 
 
@@ -134,7 +137,9 @@ def _loss_and_direction(loss, params, loss_args, normalized, log_domain):
         # value = log L; grad L = L * grad log L and grad L / L = grad log L.
         scale = 1.0 if normalized else jnp.exp(value)
     else:
-        scale = 1.0 / value if normalized else 1.0
+        # at loss exactly 0 (the minimum of a nonnegative loss) grad L / L is 0 / 0: no step
+        # is taken there (the run has converged), instead of a NaN reported as divergence
+        scale = jnp.where(value != 0, 1.0 / value, 0.0) if normalized else 1.0
     direction = jax.tree_util.tree_map(lambda g: scale * g, grad)
     return value, direction
 
@@ -264,11 +269,8 @@ def _step_sizes(step_size, batched):
     """A step size > 0 (or, for a sweep, a 1-D array of them): bools, strings, complex and
     None are refused, not coerced to 1.0."""
     if batched and np.ndim(step_size) == 1 and not isinstance(step_size, str | bytes):
-        eta = _validate.as_array("step_size", step_size, ndim=1)
-        if not bool(jnp.all(eta > 0)):
-            raise ValueError(f"step_size must be finite and > 0, got {step_size!r}")
-        return eta
-    return _validate.positive("step_size", step_size)
+        return _validate.step_size("step_size", step_size)
+    return _validate.step_size("step_size", _validate.positive("step_size", step_size))
 
 
 def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log_domain,
@@ -326,10 +328,15 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
         raise ValueError(f"loss must return a scalar per run, got shape {initial.shape}")
     if not np.all(np.isfinite(initial)):
         raise ValueError("loss is not finite at params0 (NaN or inf)")
-    if normalized and not log_domain and np.any(initial <= 0):
-        raise ValueError("normalized=True divides by the loss, which must be > 0 at params0 "
+    if normalized and not log_domain and np.any(initial < 0):
+        raise ValueError("normalized=True divides by the loss, which must be >= 0 at params0 "
                          f"(got {initial.min():g}); use log_domain=True for losses near 0")
 
+    # snapshots that stop before num_steps: the run still goes to num_steps (or the target),
+    # through one extra stop at num_steps whose state is dropped from the recording
+    extra = num_steps > 0 and int(steps[-1]) < num_steps
+    if extra:
+        steps = np.append(steps, num_steps)
     _check_memory(steps.size, params0, batch)
     # Record the snapshots in chunks: one compiled lax.scan per chunk advances to each stop and
     # writes the state into the scan's preallocated output buffer; the chunks are joined once at
@@ -374,10 +381,15 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
     stacked = (parts[0] if len(parts) == 1 else
                jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *parts))
     del parts
+    if extra:  # the stop at num_steps was not requested: drop its snapshot
+        stacked = jax.tree_util.tree_map(lambda x: x[:-1], stacked)
     if batched:  # put the batch axis first: (B, S, ...)
         stacked = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), stacked)
     step_arr = stacked.step
     times = step_arr * (eta[:, None] if batched else eta)
+    # normalized GD at loss exactly 0 stays there (grad L / L is taken as 0): converged
+    at_zero = (state.loss == 0) if (normalized and not log_domain) else False
+    reached = (state.loss <= target) | at_zero
     return Trajectory(
         steps=step_arr,
         times=times,
@@ -385,7 +397,7 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
         losses=stacked.loss,
         final=state.params,
         num_steps=np.asarray(state.step) if batched else int(state.step),
-        converged=np.asarray(state.loss <= target) if batched else bool(state.loss <= target),
+        converged=np.asarray(reached) if batched else bool(reached),
         diverged=np.asarray(state.bad) if batched else bool(state.bad),
     )
 
@@ -410,9 +422,11 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
         num_steps: maximal number of steps, an int >= 0.
         snapshots: steps at which to record the state: an int ``k`` for about ``k`` steps
             spaced geometrically (default 64), or an increasing int array in
-            ``[0, num_steps]``.
+            ``[0, num_steps]``. The run goes to ``num_steps`` (or the target) whatever the
+            last snapshot; ``final`` and ``num_steps`` describe that end.
         target: stop as soon as the loss (or ``log L``) is at most this value.
-        normalized: divide the gradient by the loss.
+        normalized: divide the gradient by the loss. At a loss of exactly 0 (the minimum of
+            a nonnegative loss) no step is taken and the run counts as converged.
         log_domain: ``loss`` returns :math:`\log L`; the update uses
             :math:`\nabla L = L\,\nabla\log L` (or :math:`\nabla \log L` when normalized).
         loss_args: optional pytree passed as the second argument of ``loss``.
@@ -426,7 +440,8 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
 
     Raises:
         ValueError: ``step_size`` not a finite real number > 0 (``True``, ``"1"``, complex
-            are refused, not coerced); ``num_steps`` not an integer in ``[0, 2**62]``;
+            are refused, not coerced) or subnormal (below ~2.2e-308: XLA flushes it to zero,
+            so no step would move); ``num_steps`` not an integer in ``[0, 2**62]``;
             malformed ``snapshots``; ``params0`` empty or with a leaf that is not a finite
             real array (complex leaves are refused, not truncated); ``loss`` not callable
             or not a finite real scalar at ``params0``; ``target`` not a finite real number;
@@ -594,7 +609,8 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
     Raises:
         ValueError: ``times`` not a finite, non-empty, strictly increasing real array >= 0;
             ``rtol``/``atol`` not finite real numbers > 0; ``max_steps`` not an integer in
-            ``[1, 1e9]``; ``loss`` not callable or not a finite real scalar at ``params0``;
+            ``[1, 1e9]``; ``loss`` not callable, not a scalar, not of a real floating dtype
+            (complex or integer losses have no real gradient) or not finite at ``params0``;
             ``params0`` empty or with a leaf that is not a finite real array (complex, None,
             strings, bools are refused); ``target`` not a finite real number; ``stiff`` not a
             bool.
@@ -626,7 +642,12 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
         loss0 = value(params0, loss_args)
     except TypeError as err:
         raise ValueError(f"loss must return a real scalar for params0: {err}") from err
-    if jnp.shape(loss0) != () or not bool(jnp.isfinite(loss0)):
+    if jnp.shape(loss0) != ():
+        raise ValueError(f"loss must return a scalar, got shape {jnp.shape(loss0)}")
+    if not jnp.issubdtype(jnp.asarray(loss0).dtype, jnp.floating):
+        raise ValueError(f"loss must return a real floating-point scalar (its gradient drives "
+                         f"the flow), got dtype {jnp.asarray(loss0).dtype}")
+    if not bool(jnp.isfinite(loss0)):
         raise ValueError(f"loss must be a finite scalar at params0, got {loss0}")
     if target is not None and float(loss0) <= float(target):  # already there: nothing to do
         stacked = jax.tree_util.tree_map(lambda x: jnp.stack([x] * times.shape[0]), params0)

@@ -126,8 +126,12 @@ def _kernel_regression_scaled(K, y, ridge, rcond, tol):
     c = evecs @ (inv * (evecs.T @ y))
     residual = float(jnp.linalg.norm(K @ c - y) / max(float(jnp.linalg.norm(y)), 1e-300))
     if residual > tol:
+        dropped = int(jnp.sum((evals > 0) & ~keep))
+        why = (f"; {dropped} positive eigenvalue(s) of K below rcond * max = "
+               f"{rcond * max(top, 0.0):.1e} were treated as 0 (pass a smaller rcond if they "
+               "are meaningful)") if dropped else ""
         raise ValueError(f"y cannot be interpolated with K (relative residual {residual:.3e} > "
-                         f"tol = {tol:.1e}); pass ridge > 0 for kernel ridge regression")
+                         f"tol = {tol:.1e}){why}; pass ridge > 0 for kernel ridge regression")
     return c
 
 
@@ -142,8 +146,9 @@ def rkhs_norm(K, c):
         A nonnegative float.
 
     Raises:
-        ValueError: ``K`` not a square finite real matrix, ``c`` not a finite real vector of
-            matching length, :math:`c^\top K c` clearly negative (``K`` not positive
+        ValueError: ``K`` not a square finite real matrix or not symmetric (relative
+            asymmetry above 1e-10, as in :func:`kernel_regression`), ``c`` not a finite real
+            vector of matching length, :math:`c^\top K c` clearly negative (``K`` not positive
             semidefinite), or a norm beyond float64's range. Computed in scaled form, so
             entries near 1e+-300 give the correct finite value.
 
@@ -159,6 +164,8 @@ def rkhs_norm(K, c):
     if sk == 0.0 or sc == 0.0:
         return 0.0
     Kn, cn = np.asarray(K) / sk, np.asarray(c) / sc
+    if float(np.max(np.abs(Kn - Kn.T))) > 1e-10:  # the test of kernel_regression
+        raise ValueError("K must be symmetric (relative asymmetry above 1e-10)")
     q = float(cn @ Kn @ cn)
     if q < -1e-10 * float(cn @ cn):
         raise ValueError(f"c^T K c = {q * sk * sc ** 2:.3e} < 0: K is not positive semidefinite")

@@ -60,7 +60,9 @@ def scaled_square_loss(model: Callable, X, y) -> Callable:
         ValueError: ``model`` not callable; ``X`` not a finite real 2-D array with at least
             one row; ``y`` not a finite real ``(n,)`` vector; and, when ``loss`` is called, a
             ``model`` that does not return a scalar per input (a static shape check, also
-            under ``jax.jit``).
+            under ``jax.jit``), an ``alpha`` that is not a real 0-d number (vectors, complex,
+            bools, strings; NaN or inf when concrete) or ``params`` that are not a pytree of
+            real arrays (checked by dtype, so also under ``jax.jit``).
 
     Example:
         >>> import jax.numpy as jnp
@@ -73,7 +75,16 @@ def scaled_square_loss(model: Callable, X, y) -> Callable:
     n = X.shape[0]
 
     def loss(params, alpha):
-        out = jax.vmap(lambda x: model(params, x))(X)
+        # trace-safe checks (dtype and rank; values when concrete): a vector, complex, bool,
+        # string or NaN alpha, or params that are not real arrays, are refused by name
+        alpha = _validate.traced_scalar("alpha", alpha)
+        params = _validate.real_tree("params", params, finite=False)
+        try:
+            out = jax.vmap(lambda x: model(params, x))(X)
+        except TypeError as err:
+            raise ValueError(f"model(params, x) fails on the rows of X (shape {X.shape}): "
+                             f"{type(err).__name__}: {str(err)[:300]}; check that params "
+                             "match the model") from err
         if out.shape != (n,):  # static shape check: also under jit/grad
             raise ValueError(f"model must return a scalar for one input x of shape "
                              f"{X.shape[1:]}, got output shape {out.shape[1:]} per input")
@@ -199,10 +210,11 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
         raise ValueError("alphas must be a non-empty 1-D array of values > 0")
     B = alphas.shape[0]
     if np.ndim(step_sizes) == 0 or isinstance(step_sizes, str | bytes):
-        step_sizes = jnp.full((B,), _validate.positive("step_sizes", step_sizes))
+        step_sizes = jnp.full((B,), _validate.step_size("step_sizes", step_sizes))
     steps = _validate.as_array("step_sizes", step_sizes, shape=(B,))
     if bool(jnp.any(steps <= 0)):
         raise ValueError("step_sizes must be > 0")
+    _validate.step_size("step_sizes", steps)  # subnormal step sizes are flushed to zero
     num_steps = _validate.size("num_steps", num_steps, minimum=1, maximum=2**62)
     num_snapshots = _validate.size("num_snapshots", num_snapshots, minimum=1, maximum=10**6)
     if num_steps % num_snapshots:
@@ -264,7 +276,7 @@ def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_si
         True
     """
     alpha = _validate.positive("alpha", alpha)
-    step_size = _validate.positive("step_size", step_size)
+    step_size = _validate.step_size("step_size", step_size)
     _validate.boolean("linearized", linearized)
     run = train_sweep(model, params0, X, y, alphas=jnp.array([alpha]),
                       step_sizes=jnp.array([step_size]), num_steps=num_steps,

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate
-from .convex import _TOL, max_margin
+from .convex import _TOL, _margin_solve, max_margin
 
 __all__ = [
     "KernelMaxMargin",
@@ -82,22 +82,53 @@ def smoothed_margin(margins, beta: float = 1.0):
     # exact for tiny beta (no cancellation of log n against the logsumexp; beta = 1e-20 gives
     # the mean margin) and for huge beta or margins (expm1 -> -1, no overflow)
     zn = np.asarray(z)
-    dn = zn - zn.min(axis=-1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dn = zn - zn.min(axis=-1, keepdims=True)
+    if not np.all(np.isfinite(dn)):
+        # margins spanning more than float64's range (z - m overflows): the same formulas on
+        # z / s with s a power of two (exact), multiplied back (W2 of issue 21)
+        return jnp.asarray(_smoothed_margin_scaled(zn, beta))
     with np.errstate(under="ignore", over="ignore"):
         bd = beta * float(dn.max()) if dn.size else 0.0
-    if beta < np.finfo(np.float64).tiny or bd < 1e-30:
+    if beta < np.finfo(np.float64).tiny and bd >= 1e-30:
+        # a subnormal beta (XLA would flush it) with beta (z - m) not negligible: the exact
+        # formula in numpy, scaled (the expansion below would be off by ~(beta (z - m))^2)
+        return jnp.asarray(_smoothed_margin_scaled(zn, beta))
+    if bd < 1e-30:
         # beta (or beta * (z - m)) so small that XLA on CPU would flush it to zero (NaN from
         # 0 / 0): second-order expansion F = mean(z) - beta var(z) / 2, exact to float64
         # precision here (the next term is below 1e-30 relative to max(z - m))
         mean_d = dn.mean(axis=-1)
-        with np.errstate(under="ignore"):
+        with np.errstate(under="ignore", over="ignore"):
             var = np.mean((dn - mean_d[..., None]) ** 2, axis=-1)
             out = zn.min(axis=-1) + mean_d - 0.5 * beta * var
+        if not np.all(np.isfinite(out)):  # var overflowed (spread above 1e154): scaled form
+            return jnp.asarray(_smoothed_margin_scaled(zn, beta))
         return jnp.asarray(out)
     m = jnp.min(z, axis=-1, keepdims=True)
     d = z - m
     mean = jnp.mean(jnp.expm1(-beta * d), axis=-1)
     return m[..., 0] - jnp.log1p(mean) / beta
+
+
+def _smoothed_margin_scaled(zn, beta):
+    """smoothed_margin on margins whose spread or variance overflows float64: computed on
+    z / s with s = 2^k >= max |z| (an exact division) and multiplied back; the result lies
+    between min z and mean z, so it is finite."""
+    m = _validate.max_abs(zn)
+    s = float(np.ldexp(1.0, int(np.frexp(m)[1]) - 1)) if m > 0 else 1.0  # |z / s| < 2
+    zs = zn / s
+    ms = zs.min(axis=-1)
+    ds = zs - ms[..., None]
+    with np.errstate(under="ignore", over="ignore"):
+        bs = beta * s  # beta * (z - m) = (beta s) (z/s - m/s)
+        if bs * float(ds.max()) < 1e-30:
+            mean_d = ds.mean(axis=-1)
+            var = np.mean((ds - mean_d[..., None]) ** 2, axis=-1)
+            # F = s (m_s + mean_s) - (beta s) s var_s / 2
+            return s * (ms + mean_d) - ((0.5 * bs) * var) * s
+        mean = np.mean(np.expm1(-bs * ds), axis=-1)
+        return s * (ms - np.log1p(mean) / bs)
 
 
 def f1_path_norm(params, output_scale: float = 1.0):
@@ -236,8 +267,11 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
     Raises:
         ValueError: ``K`` not a finite real non-empty square matrix, zero, not symmetric or
             with a negative eigenvalue below ``-1e-8 * max|K|``; labels not in {-1, +1};
-            data not separable in the RKHS; a norm outside float64's range.
-        RuntimeError: the solver stopped without reaching optimality.
+            data not separable in the RKHS; a norm outside float64's range. Eigenvalues
+            below ``n eps max(eig K)`` (rounding level) are treated as 0.
+        RuntimeError: the solver stopped without reaching optimality, or its answer does
+            not verify (margin constraints, KKT stationarity, duality gap; ill-conditioned
+            K are solved in whitened form first, see :func:`lib.convex.max_margin`).
 
     Example:
         >>> K = jnp.array([[1.0, 0.0], [0.0, 4.0]])
@@ -260,23 +294,20 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
     if evals.min() < -1e-8:
         raise ValueError(f"K must be positive semidefinite; smallest eigenvalue "
                          f"{evals.min() * scale:.3e}")
-    keep = evals > 1e-12 * max(evals.max(), 1e-300)
+    # eigenvalues above rounding level (n eps max): smaller ones are indistinguishable from 0
+    keep = evals > n * np.finfo(float).eps * max(evals.max(), 1e-300)
     L = evecs[:, keep] * np.sqrt(evals[keep])  # K / scale = L L^T
     # In feature space: h(x_i) = (L w)_i with ||h||_{K/scale} = |w|; solve min |w|^2 s.t.
-    # y (L w) >= 1 (the l2 max-margin on the rows of L), then map back to c.
+    # y (L w) >= 1 (the l2 max-margin on the rows of L), then map back to c. The answer is
+    # checked against its own constraints and KKT conditions; ill-conditioned K (small kept
+    # eigenvalues) are solved in whitened form (lib.convex._margin_solve)
     yn = np.asarray(y)
-    w = cp.Variable(L.shape[1])
-    prob = cp.Problem(cp.Minimize(cp.sum_squares(w)), [cp.multiply(yn, L @ w) >= 1])
     try:
-        prob.solve(solver=cp.CLARABEL, **_TOL)
-    except cp.error.SolverError as err:
-        raise RuntimeError(f"kernel_max_margin: the solver failed ({err})") from err
-    if prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-        raise ValueError("the labels y are not separable in the RKHS of K (K is rank-deficient "
-                         "and no h in its span has y_i h(x_i) > 0 for all i)")
-    if prob.status != cp.OPTIMAL:
-        raise RuntimeError(f"kernel_max_margin: solver status {prob.status!r}")
-    wv = w.value
+        wv = _margin_solve(L, yn, 2, "kernel_max_margin")
+    except ValueError as err:
+        raise ValueError("the labels y are not separable in the RKHS of K (K is "
+                         "rank-deficient and no h in its span has y_i h(x_i) > 0 for all "
+                         "i)") from err
     # h = L w on the data = (K/scale) c with c = V diag(1/sqrt(lambda)) w; ||h||_{K/scale} = |w|.
     c_scaled = evecs[:, keep] @ (wv / np.sqrt(evals[keep]))
     with np.errstate(over="ignore", under="ignore"):
@@ -311,6 +342,9 @@ def simplex_max_margin(X, y):
         RuntimeError: the solver stopped without reaching optimality, or its answer does not
             verify to 1e-7 relative to ``max |X|`` (simplex feasibility, margin of ``a``,
             duality gap with the constraints' multipliers); the message gives the numbers.
+            An interior-point answer whose residuals are not also below 1e-9 ``|gamma|`` (a
+            margin near 0, e.g. 1e-8) is replaced by HiGHS's simplex vertex when that verifies
+            better.
 
     Example:
         >>> X = jnp.array([[1.0, 0.0], [0.0, -1.0]])
@@ -346,10 +380,43 @@ def simplex_max_margin(X, y):
     checks = {"simplex": max(float(-av.min()), abs(float(av.sum()) - 1.0)),
               "margin": abs(float(np.min(Z @ av)) - gv),
               "gap": float(np.max(Z.T @ p_dual)) - gv}
+    # an interior-point answer is accurate to its tolerances in absolute terms (max |Z| = 1):
+    # for a margin gamma near 0 (e.g. 1e-8) that is a large relative error. Accept it only
+    # if its residuals are also small relative to |gamma|; otherwise take HiGHS's vertex
+    # (simplex method: exact active set), whose gamma is min_i (Z a)_i recomputed from a
+    worst = max(abs(v) for v in checks.values())
+    if worst > 1e-9 * abs(gv):
+        av_h, gv_h, checks_h = _simplex_vertex(Z)
+        if av_h is not None and max(abs(v) for v in checks_h.values()) <= 1e-7 and (
+                max(abs(v) for v in checks_h.values()) < worst or worst > 1e-7):
+            av, gv, checks = av_h, gv_h, checks_h
     if max(abs(v) for v in checks.values()) > 1e-7:
         raise RuntimeError(f"simplex_max_margin: the solution does not verify (relative to "
                            f"max |y_i x_i| = {cz:.3e}): {checks}")
     return jnp.asarray(av), gv * cz
+
+
+def _simplex_vertex(Z):
+    """max gamma s.t. Z a >= gamma, a on the simplex, as a linear program solved by HiGHS;
+    returns (a, gamma = min_i (Z a)_i, checks) or (None, None, None)."""
+    from scipy.optimize import linprog
+
+    n, d = Z.shape
+    c = np.zeros(d + 1)
+    c[-1] = -1.0
+    res = linprog(c, A_ub=np.hstack([-Z, np.ones((n, 1))]), b_ub=np.zeros(n),
+                  A_eq=np.concatenate([np.ones(d), [0.0]])[None, :], b_eq=[1.0],
+                  bounds=[(0, None)] * d + [(None, None)], method="highs")
+    if res.status != 0 or res.x is None or res.ineqlin is None:
+        return None, None, None
+    av = np.clip(res.x[:d], 0.0, None)
+    av = av / av.sum()
+    gv = float(np.min(Z @ av))
+    p_dual = np.clip(-np.asarray(res.ineqlin.marginals), 0.0, None)
+    p_dual = p_dual / max(float(p_dual.sum()), 1e-300)
+    checks = {"simplex": max(float(-av.min()), abs(float(av.sum()) - 1.0)),
+              "margin": 0.0, "gap": float(np.max(Z.T @ p_dual)) - gv}
+    return av, gv, checks
 
 
 def dictionary_f1_max_margin(X, y, directions):
@@ -366,7 +433,8 @@ def dictionary_f1_max_margin(X, y, directions):
     Args:
         X: ``(n, d)`` inputs (with the bias coordinate, if any).
         y: ``(n,)`` labels in {-1, +1}.
-        directions: ``(K, d)`` unit vectors :math:`\theta_k` (rows are normalized here).
+        directions: ``(K, d)`` unit vectors :math:`\theta_k` (rows are normalized here, in
+            scaled form: rows of any non-zero norm, 1e-200 or 1e300, are fine).
 
     Returns:
         ``(r, gamma)``: the ``(K,)`` signed weights with :math:`\|r\|_1 = 1` and the margin.
@@ -387,9 +455,23 @@ def dictionary_f1_max_margin(X, y, directions):
     X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     theta = _validate.as_array("directions", directions, shape=(None, X.shape[1]))
-    norms = jnp.linalg.norm(theta, axis=1, keepdims=True)
-    if theta.shape[0] < 1 or not bool(jnp.all(norms > 0)):
+    # row norms in scaled form (row / max|row| first, in numpy): rows of norm 1e-200 or
+    # 1e300 are fine; unit rows theta / |theta| are then what the features use
+    tn = np.asarray(theta)
+    rmax = np.max(np.abs(tn), axis=1, keepdims=True) if tn.size else np.zeros((0, 1))
+    if theta.shape[0] < 1 or not np.all(rmax > 0):
         raise ValueError("directions must be a non-empty array of non-zero rows")
+    unit_rows = tn / rmax
+    unit_rows = unit_rows / np.linalg.norm(unit_rows, axis=1, keepdims=True)
+    ordinary = _validate.safe_scale(rmax) and not np.any(
+        (tn != 0) & (np.abs(tn) < _validate.TINY))
+    if ordinary:  # as before, bit for bit
+        theta = jnp.asarray(tn)
+        norms = jnp.linalg.norm(theta, axis=1, keepdims=True)
+        if not bool(jnp.all(jnp.isfinite(norms) & (norms > 0))):
+            theta, norms = jnp.asarray(unit_rows), 1.0
+    else:
+        theta, norms = jnp.asarray(unit_rows), 1.0
     # the features are positively homogeneous in X: solve on X / s with s a power of two
     # (exact, so results within range are unchanged), in numpy (XLA on CPU flushes subnormal
     # inputs to zero), and multiply the margin back; r does not depend on s
@@ -424,7 +506,9 @@ def compress_radius(points):
 
     Raises:
         ValueError: ``points`` not a finite real array (None, strings, complex, bool, NaN or
-            inf) or 0-d. Norms are computed in scaled form, so entries near 1e300 are fine.
+            inf) or 0-d. Norms are computed in scaled form, so entries near 1e300 are fine;
+            rows with subnormal entries (below ~2.2e-308) are computed in numpy, since XLA on
+            CPU would flush those entries to zero. An empty array is returned as is.
 
     Example:
         >>> [round(v, 6) for v in compress_radius(jnp.array([3.0, 4.0])).tolist()]
@@ -434,8 +518,11 @@ def compress_radius(points):
     if P.ndim < 1:
         raise ValueError("points must have a last axis of coordinates")
     Pv = np.asarray(P)
-    s = np.max(np.abs(Pv), axis=-1, keepdims=True) if Pv.size else np.zeros(Pv.shape[:-1])
-    if _validate.safe_scale(s):  # the ordinary range: computed in JAX as always
+    if Pv.size == 0:  # no point, or points of R^0 (each is its own image)
+        return jnp.zeros(Pv.shape)
+    s = np.max(np.abs(Pv), axis=-1, keepdims=True)
+    subnormal = bool(np.any((Pv != 0) & (np.abs(Pv) < _validate.TINY)))
+    if _validate.safe_scale(s) and not subnormal:  # the ordinary range: in JAX as always
         return _compress_jax(P)
     return jnp.asarray(_compress_np(Pv))
 

@@ -142,7 +142,8 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
         A function ``f_lin(params, x)`` with the same signature and output shape as ``f``;
         ``f`` is evaluated at ``params0`` on every call. ``f_lin`` raises ``ValueError`` when
         ``params`` does not have the pytree structure and leaf shapes of ``params0`` or has a
-        complex or non-numeric leaf, or when ``x`` is complex (dtype checks only, so it also
+        complex or non-numeric leaf, or when ``x`` is not a real numeric array (complex,
+        bool, a string, None, objects) or does not fit ``f`` (dtype checks only, so it also
         works under ``jax.jit``/``grad``; values are not checked).
 
     Raises:
@@ -170,14 +171,17 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
             if leaf.shape != leaf0.shape:
                 raise ValueError(f"params must have the shapes of params0, got a leaf of shape "
                                  f"{leaf.shape} for {leaf0.shape}")
+        if x is None or not jax.tree_util.tree_leaves(x):
+            raise ValueError(f"x must be a real numeric array, got {x!r:.60}")
         for leaf in jax.tree_util.tree_leaves(x):
-            dtype = getattr(leaf, "dtype", None)
-            if dtype is None:
-                dtype = np.asarray(leaf).dtype
-            if np.dtype(dtype).kind == "c":
-                raise ValueError("x must be real, got complex values")
+            _validate.real_array("x", leaf)  # dtype only: refuses complex, str, bool, objects
         delta = jax.tree_util.tree_map(lambda p, p0: p - p0, params, params0)
-        out0, tangent = jax.jvp(lambda p: f(p, x), (params0,), (delta,))
+        try:
+            out0, tangent = jax.jvp(lambda p: f(p, x), (params0,), (delta,))
+        except TypeError as err:
+            raise ValueError(f"f(params0, x) fails for x of shape {np.shape(x)}: "
+                             f"{type(err).__name__}: {str(err)[:300]}; check that x matches "
+                             "the model") from err
         return out0 + tangent
 
     return f_lin
@@ -222,7 +226,11 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
 
     Raises:
         ValueError: inputs not finite real 2-D arrays, different ``d``, ``d < 2``, ``kappa``
-            not a finite number >= 0, or a kernel entry beyond float64's range. The kernel is
+            not a finite number >= 0 (Python ints of any size are converted; ``kappa**2``
+            beyond float64's range is handled in scaled form), or a kernel entry beyond
+            float64's range. Angles of (anti)parallel pairs (cosine within 1e-4 of +-1) are
+            computed as ``2 atan2(|u - v|, |u + v|)`` of the unit vectors, accurate to rounding
+            where ``arccos`` of a cosine near 1 loses half the digits. The kernel is
             computed on inputs scaled to a largest entry of 1 (it is bilinear), so entries of
             any magnitude within that range give the correct value.
 
@@ -247,19 +255,78 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     s1, s2 = (s1 if s1 > 0 else 1.0), (s2 if s2 > 0 else 1.0)
     # the scaling and the product are done in numpy: XLA on CPU flushes subnormal numbers to
     # zero, so inside JAX inputs below ~2.2e-308 (or x / s for s above ~4.5e307) would vanish
-    K = np.asarray(_relu_ntk_unit(jnp.asarray(_validate.np_div(x1, s1)),
-                                  jnp.asarray(_validate.np_div(x2, s2)), kappa, d))
-    with np.errstate(over="ignore", under="ignore"):
-        factor = np.float64(s1) * np.float64(s2)
-        normal = np.isfinite(factor) and factor >= np.finfo(np.float64).tiny
-        out = K * factor if normal else (K * np.float64(s1)) * np.float64(s2)
+    u1 = np.asarray(_validate.np_div(x1, s1))
+    u2 = np.asarray(_validate.np_div(x2, s2))
+    with np.errstate(over="ignore"):
+        kappa2 = np.float64(kappa) ** 2
+    if np.isfinite(kappa2) and (kappa2 == 0 or kappa2 >= np.finfo(np.float64).tiny):
+        K = np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2), float(kappa2), d))
+        K = _near_parallel(K, u1, u2, float(kappa2), d)
+        with np.errstate(over="ignore", under="ignore"):
+            factor = np.float64(s1) * np.float64(s2)
+            normal = np.isfinite(factor) and factor >= np.finfo(np.float64).tiny
+            out = K * factor if normal else (K * np.float64(s1)) * np.float64(s2)
+    else:
+        # kappa^2 beyond float64's range (kappa above ~1.3e154 or below ~1.5e-154): the two
+        # terms separately, the second scaled as (kappa s1) (kappa s2) K_2
+        first = _near_parallel(np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2),
+                                                         0.0, d)), u1, u2, 0.0, d)
+        second = _relu_second(u1, u2)
+        with np.errstate(over="ignore", under="ignore"):
+            out = (first * np.float64(s1)) * np.float64(s2) + \
+                ((np.float64(kappa) * s1) * (np.float64(kappa) * s2)) * second
     if not np.all(np.isfinite(out)):
         raise ValueError(f"the kernel overflows float64 (max |x1| = {s1:.3e}, max |x2| = "
-                         f"{s2:.3e}): rescale the inputs (K is bilinear in x1, x2)")
+                         f"{s2:.3e}, kappa = {kappa:.3e}): rescale the inputs (K is bilinear "
+                         "in x1, x2)")
     return jnp.asarray(out)
 
 
-def _relu_ntk_unit(x1, x2, kappa, d):
+def _angles(u1, u2, i, j):
+    """Angles between rows u1[i] and u2[j] (1-D index arrays) as 2 atan2(|a - b|, |a + b|)
+    with a, b the unit vectors: accurate to rounding also for (anti)parallel pairs, where
+    arccos of a cosine rounded near +-1 loses half the digits."""
+    a = u1[i] / np.linalg.norm(u1[i], axis=1, keepdims=True)
+    b = u2[j] / np.linalg.norm(u2[j], axis=1, keepdims=True)
+    return 2.0 * np.arctan2(np.linalg.norm(a - b, axis=1), np.linalg.norm(a + b, axis=1))
+
+
+def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 16):
+    """Recompute the entries of K whose cosine is within 1e-4 of +-1 with the exact angle
+    (:func:`_angles`); the other entries are left bit-for-bit unchanged."""
+    n1, n2 = np.linalg.norm(u1, axis=1), np.linalg.norm(u2, axis=1)
+    norms = n1[:, None] * n2[None, :]
+    inner = u1 @ u2.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.clip(inner / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
+    ii, jj = np.nonzero((np.abs(cos) > 1 - 1e-4) & (norms > 0))
+    K = np.array(K, copy=True)
+    for start in range(0, ii.size, chunk):
+        i, j = ii[start:start + chunk], jj[start:start + chunk]
+        phi = _angles(u1, u2, i, j)
+        c = cos[i, j]
+        first = norms[i, j] * (np.sin(phi) + (np.pi - phi) * c) / (2 * np.pi * d)
+        second = kappa2 * inner[i, j] * (np.pi - phi) / (2 * np.pi)
+        K[i, j] = first + second
+    return K
+
+
+def _relu_second(u1, u2):
+    """The input-weight term at kappa = 1, <u1, u2> (pi - phi) / (2 pi), exact angles near
+    +-1 (used when kappa^2 is outside float64's range)."""
+    n1, n2 = np.linalg.norm(u1, axis=1), np.linalg.norm(u2, axis=1)
+    norms = n1[:, None] * n2[None, :]
+    inner = u1 @ u2.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.clip(inner / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
+    phi = np.arccos(cos)
+    ii, jj = np.nonzero((np.abs(cos) > 1 - 1e-4) & (norms > 0))
+    if ii.size:
+        phi[ii, jj] = _angles(u1, u2, ii, jj)
+    return np.where(norms > 0, inner * (np.pi - phi) / (2 * np.pi), 0.0)
+
+
+def _relu_ntk_unit(x1, x2, kappa2, d):
     n1 = jnp.linalg.norm(x1, axis=1)
     n2 = jnp.linalg.norm(x2, axis=1)
     inner = x1 @ x2.T
@@ -269,5 +336,5 @@ def _relu_ntk_unit(x1, x2, kappa, d):
     phi = jnp.arccos(cos)
     sin = jnp.sqrt(jnp.clip(1.0 - cos ** 2, 0.0, None))
     first = norms * (sin + (jnp.pi - phi) * cos) / (2 * jnp.pi * d)
-    second = kappa ** 2 * inner * (jnp.pi - phi) / (2 * jnp.pi)
+    second = kappa2 * inner * (jnp.pi - phi) / (2 * jnp.pi)
     return jnp.where(norms > 0, first + second, 0.0)

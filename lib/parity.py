@@ -81,7 +81,8 @@ def _check_problem(n, subset, alpha):
     if isinstance(subset, str | bytes):
         raise ValueError(f"subset must be a sequence of integer indices, got {subset!r}")
     raw = np.asarray(subset)
-    if raw.ndim > 1 or raw.dtype == np.bool_ or np.iscomplexobj(raw) or raw.dtype == object:
+    if raw.ndim > 1 or raw.dtype == np.bool_ or np.iscomplexobj(raw) or raw.dtype == object \
+            or (raw.size and raw.dtype.kind not in "iuf"):  # strings "0" are not indices
         raise ValueError(f"subset must be a flat sequence of integer indices, got {subset!r}")
     try:
         idx = [int(i) for i in raw.ravel()]
@@ -158,10 +159,11 @@ def biased_sparse_parity(key, num_samples: int, n: int, subset, alpha: float):
 
     Raises:
         ValueError: ``key`` not a single JAX PRNG key (``0``, ``None``, strings and split
-            pairs are refused); ``subset`` out of range, repeated or longer than ``n``;
+            pairs are refused); ``subset`` not integer indices (strings such as ``"0"``
+            are refused), out of range, repeated or longer than ``n``;
             ``alpha`` outside [0, 1]; ``num_samples`` or ``n`` not integers >= 1;
-            ``num_samples * n`` above ``lib._validate.MAX_ELEMENTS`` (would not fit in
-            memory).
+            ``n`` or ``num_samples * n`` above ``lib._validate.MAX_ELEMENTS`` or needing more
+            than half of the memory available (checked before anything is allocated).
 
     Example:
         >>> import jax
@@ -454,7 +456,8 @@ def population_loss(predictions, atoms):
 
     Raises:
         ValueError: ``atoms`` not a triple of finite real arrays with ``x`` and ``y`` in
-            {-1, +1} and ``prob`` a probability vector; ``predictions`` not real, of the
+            {-1, +1} and ``prob`` a probability vector; ``predictions`` not a real numeric
+            array (complex, bool, strings, objects are refused by dtype), of the
             wrong shape or (when concrete) not finite, or so large that the loss overflows
             float64 (when concrete).
 
@@ -467,9 +470,8 @@ def population_loss(predictions, atoms):
     f = predictions(x) if callable(predictions) else predictions
     if f is None or isinstance(f, str | bytes):
         raise ValueError(f"predictions must be a real array, got {type(f).__name__}")
-    f = jnp.asarray(f)
-    if jnp.iscomplexobj(f) or not jnp.issubdtype(f.dtype, jnp.number):
-        raise ValueError(f"predictions must be real, got dtype {f.dtype}")
+    # dtype checks only (trace-safe): complex, bool, strings and object arrays are refused
+    f = _validate.real_array("predictions", f)
     if f.shape != y.shape:
         raise ValueError(f"predictions must have shape {y.shape}, got {f.shape}")
     try:
@@ -480,6 +482,13 @@ def population_loss(predictions, atoms):
         raise ValueError("predictions contain NaN or inf")
     loss = 0.5 * jnp.sum(prob * (f - y) ** 2)
     if not isinstance(loss, jax.core.Tracer) and not bool(jnp.isfinite(loss)):
+        # (f - y)^2 may overflow while the weighted sum is finite: scaled form
+        r = np.asarray(f) - np.asarray(y)
+        sc = _validate.max_abs(r)
+        with np.errstate(over="ignore", under="ignore"):
+            again = (0.5 * float(np.sum(np.asarray(prob) * (r / sc) ** 2)) * sc) * sc
+        if np.isfinite(again):
+            return jnp.asarray(again)
         raise ValueError(f"the loss overflows float64: predictions are too large "
                          f"(max |predictions| = {float(jnp.max(jnp.abs(f))):.3e})")
     return loss
@@ -510,7 +519,9 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
 
     Raises:
         ValueError: malformed ``atoms`` (as :func:`population_loss`); ``features`` not a
-            finite real ``(M, p)`` array; ``rcond`` not a real number in ``[0, 1)``.
+            finite real ``(M, p)`` array; ``rcond`` not a real number in ``[0, 1)``; best
+            weights beyond float64's range (tiny features; computed on features scaled by a
+            power of two, so the loss itself is right for entries of any magnitude).
 
     Example:
         >>> atoms = parity_atoms(4, [0, 1], 0.0)
@@ -530,8 +541,21 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
     if (isinstance(rcond, bool) or not isinstance(rcond, numbers.Real)
             or not 0.0 <= float(rcond) < 1.0):
         raise ValueError(f"rcond must be a number in [0, 1), got {rcond!r}")
-    w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
-    loss = 0.5 * float(np.sum((A @ w - b) ** 2))
+    sa = _validate.max_abs(A)
+    if sa == 0 or 1e-150 <= sa <= 1e150:  # the ordinary range: as always
+        w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
+        loss = 0.5 * float(np.sum((A @ w - b) ** 2))
+        return loss, jnp.asarray(w)
+    # features near 1e+-300 (or subnormal): solve on A / 2^k (exact) and scale w back; the
+    # predictions A w, hence the loss, do not depend on the scale
+    s = _validate.pow2_scale(A)
+    w_s, *_ = np.linalg.lstsq(A / s, b, rcond=rcond)
+    loss = 0.5 * float(np.sum(((A / s) @ w_s - b) ** 2))
+    with np.errstate(over="ignore", under="ignore"):
+        w = w_s / s
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"the best weights overflow float64 (max |features| = {sa:.3e}): "
+                         "rescale the features (the loss does not depend on their scale)")
     return loss, jnp.asarray(w)
 
 

@@ -118,7 +118,8 @@ def two_layer(params, x, output_scale: float = 1.0):
         ValueError: malformed ``params``, ``x`` of the wrong shape, complex inputs, a
             non-scalar or non-positive ``output_scale``; and, when the inputs are concrete (not
             traced by ``jax.jit``/``grad``/``vmap``), NaN or inf in the inputs (checked before
-            computing) or the output (overflow).
+            computing) or an output beyond float64's range (an intermediate product that
+            overflows while the output is finite is recomputed in scaled form).
 
     Example:
         >>> import jax.numpy as jnp
@@ -133,7 +134,8 @@ def two_layer(params, x, output_scale: float = 1.0):
                          "(use two_layer_batch for a batch)")
     s = _scale(output_scale)
     _finite_inputs((a, B, x))
-    return _finite_output(s / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x)), (a, B, x))
+    return _finite_output(s / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x)), (a, B, x),
+                          lambda: _scaled_output(a, B, x[None, :], s)[0])
 
 
 def two_layer_batch(params, X, output_scale: float = 1.0):
@@ -162,7 +164,8 @@ def two_layer_batch(params, X, output_scale: float = 1.0):
         raise ValueError(f"X must have shape (n, {B.shape[1]}), got {X.shape}")
     s = _scale(output_scale)
     _finite_inputs((a, B, X))
-    return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X))
+    return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X),
+                          lambda: _scaled_output(a, B, X, s))
 
 
 def _scale(output_scale):
@@ -183,15 +186,32 @@ def _finite_inputs(inputs):
             raise ValueError(f"{name} contains NaN or inf")
 
 
-def _finite_output(out, inputs):
-    """Raise if a concrete result is not finite, naming the cause (NaN input or overflow)."""
+def _finite_output(out, inputs, scaled=None):
+    """Return a concrete result if finite; else recompute it in scaled form (an intermediate
+    such as a_j (b_j^T x)_+ may overflow while the output s/m sum_j ... is finite) and raise
+    only when the output itself is beyond float64's range, naming the cause."""
     if isinstance(out, jax.core.Tracer) or np.isfinite(np.asarray(out)).all():
         return out
     names = ("params['a']", "params['B']", "the input")
     for name, v in zip(names, inputs, strict=True):
         if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
             raise ValueError(f"{name} contains NaN or inf")
-    raise ValueError("the output overflows float64 (inputs or weights too large)")
+    if scaled is not None and not any(isinstance(v, jax.core.Tracer) for v in inputs):
+        again = scaled()
+        if np.all(np.isfinite(again)):
+            return jnp.asarray(again)
+    raise ValueError("the output overflows float64: |output| is above ~1.8e308 (inputs, "
+                     "weights or output_scale too large)")
+
+
+def _scaled_output(a, B, X, s):
+    """s/m relu(X B^T) a computed on a / max|a|, B / max|B|, X / max|X| (the network is
+    1-homogeneous in each), the scales multiplied back at the end (numpy)."""
+    a, B, X = (np.asarray(v, dtype=np.float64) for v in (a, B, X))
+    sa, sb, sx = (max(_validate.max_abs(v), 1e-300) for v in (a, B, X))
+    unit = np.maximum((X / sx) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
+    with np.errstate(over="ignore", under="ignore"):
+        return (((unit * float(s)) * sa) * sb) * sx
 
 
 def _unpack(params):

@@ -513,3 +513,283 @@ def test_empty_inputs_are_refused_by_name():
             f()
     with pytest.raises(ValueError, match="params must have m >= 1 units"):
         margins.f1_path_norm({"a": E0, "B": E2})
+
+
+# ------------------------------------------------- round 3: the fresh breaker's findings
+# (W1-W14 wrong in silence, then the unclear errors); expected values are closed forms,
+# exact rational arithmetic (fractions) or series, never the code's own output.
+
+def _log_cosh(x):  # series of log cosh x, exact to float64 for |x| <= 0.01
+    return x ** 2 / 2 - x ** 4 / 12 + x ** 6 / 45 - 17 * x ** 8 / 2520
+
+
+def test_w1_w2_smoothed_margin_spread_beyond_float64():
+    # W1: two points, beta z tiny: F = mean - beta var / 2 = 5e159 (1 - 2.5e-41)
+    assert float(margins.smoothed_margin([1e160, 0.0], 1e-200)) == pytest.approx(5e159,
+                                                                                  rel=1e-14)
+    # W2: symmetric pair +-c: F = -log(cosh(beta c)) / beta exactly (c = 1e308, 1e307)
+    for c in (1e308, 1e307):
+        got = float(margins.smoothed_margin([c, -c], 1e-310))
+        assert got == pytest.approx(-_log_cosh(1e-310 * c) / 1e-310, rel=1e-13, abs=0)
+    # the previous second-order branch was also used for subnormal beta with beta z ~ 1
+    import math
+    got = float(margins.smoothed_margin([1e308, -1e308], 1e-308))
+    assert got == pytest.approx(-math.log(math.cosh(1.0)) / 1e-308, rel=1e-13)
+
+
+def _exact_kernel_margin(K, y):
+    """1 / sqrt(y^T K^-1 y) for a 2x2 K with both constraints active (exact rationals)."""
+    from fractions import Fraction as F
+    a, b, c, d = (F(float(v)) for v in np.asarray(K).ravel())
+    det = a * d - b * c
+    inv = [[d / det, -b / det], [-c / det, a / det]]
+    q = sum(F(float(y[i])) * inv[i][j] * F(float(y[j])) for i in range(2) for j in range(2))
+    return 1.0 / float(q) ** 0.5
+
+
+@pytest.mark.parametrize("e", [1e-6, 1e-7])
+def test_w3_kernel_max_margin_verifies_its_constraints(e):
+    from fractions import Fraction as F
+    X = np.array([[1.0, e], [1.0, -e]])
+    K, y = X @ X.T, np.array([1.0, -1.0])
+    res = margins.kernel_max_margin(K, y)
+    c = [F(float(v)) for v in np.asarray(res.coef)]
+    Kc = [sum(F(float(K[i, j])) * c[j] for j in range(2)) for i in range(2)]
+    assert min(float(y[i] * Kc[i]) for i in range(2)) >= 1 - 1e-9  # exact K c, no rounding
+    assert res.margin == pytest.approx(_exact_kernel_margin(K, y), rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize("p", [2, 1])
+def test_w4_w5_max_margin_ill_conditioned(p):
+    X, y = np.array([[1.0, 1e-8], [1.0, -1e-8]]), np.array([1.0, -1.0])
+    # w1 + e w2 >= 1 and -w1 + e w2 >= 1: the minimum of |w|_p is w = (0, 1 / e), both p
+    w = np.asarray(convex.max_margin(X, y, p=p))
+    assert abs(w[0]) <= 1e-9 * abs(w[1])
+    assert w[1] == pytest.approx(1.0 / 1e-8, rel=1e-9, abs=0)
+
+
+def test_w6_snapshot_steps_never_pass_num_steps():
+    for n in (2**62 - 1, 2**62, 2**53 + 1, 10**18 + 7):
+        steps = flows.snapshot_steps(n, 5)
+        assert steps[-1] == n and np.all(steps <= n) and np.all(np.diff(steps) > 0)
+
+
+def test_w7_snapshots_before_num_steps_still_run_to_num_steps():
+    # w_k = 1 - 0.8^k for L = |w - 1|^2, step 0.1, from 0
+    traj = flows.gradient_descent(_quad, jnp.zeros(2), step_size=0.1, num_steps=10,
+                                  snapshots=np.array([5]))
+    assert traj.num_steps == 10
+    assert np.allclose(np.asarray(traj.final), 1 - 0.8 ** 10, rtol=0, atol=1e-15)
+    assert np.asarray(traj.steps).tolist() == [5]
+    assert np.allclose(np.asarray(traj.params)[0], 1 - 0.8 ** 5, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("alpha", [np.ones(2), 1.0 + 1j, True, np.nan, "2", None])
+def test_w8_scaled_square_loss_checks_alpha(alpha):
+    loss = lazy.scaled_square_loss(_lin, np.eye(2), np.ones(2))
+    with pytest.raises(ValueError, match="alpha"):
+        loss(jnp.ones(2), alpha)
+
+
+def test_w9_string_indices_are_refused():
+    for f in (lambda: parity.bsp_correlations(4, ["0", "1"], 0.3),
+              lambda: parity.bsp_best_linear_loss(4, ["0"], 0.3),
+              lambda: parity.parity(np.ones((1, 3)), ["1"])):
+        with pytest.raises(ValueError, match="subset"):
+            f()
+
+
+def test_w10_relu_ntk_parallel_pairs_are_exact():
+    import math
+    # diagonal: phi = 0, K = |x|^2 (1 / (2 d) + kappa^2 / 2)
+    x = np.array([[1.0, 2.0], [0.3, -0.7]])
+    K = np.asarray(ntk.relu_ntk(x, kappa=1.0))
+    for i in range(2):
+        n2 = float(x[i] @ x[i])
+        assert K[i, i] == pytest.approx(n2 * (0.25 + 0.5), rel=1e-15, abs=0)
+    # near-parallel pair: phi = atan(t) exactly
+    for t in (1e-6, 1e-9):
+        x1, x2 = np.array([[1.0, 0.0]]), np.array([[1.0, t]])
+        phi, r = math.atan(t), math.hypot(1.0, t)
+        cos, sin = 1.0 / r, t / r
+        want = r * (sin + (math.pi - phi) * cos) / (4 * math.pi) \
+            + 1.0 * (math.pi - phi) / (2 * math.pi)
+        assert float(ntk.relu_ntk(x1, x2, kappa=1.0)[0, 0]) == pytest.approx(want, rel=1e-14, abs=0)
+
+
+def test_w11_subnormal_entries_and_step_sizes():
+    import math
+    out = np.asarray(margins.compress_radius(np.array([[1.0, 1e-310]])))
+    assert out[0, 0] == pytest.approx(math.tanh(1.0), rel=1e-15, abs=0)
+    assert out[0, 1] == pytest.approx(math.tanh(1.0) * 1e-310, rel=1e-10, abs=0)
+    for eta in (1e-320, 5e-324):
+        with pytest.raises(ValueError, match="step_size"):
+            flows.gradient_descent(_quad, jnp.zeros(2), step_size=eta, num_steps=3)
+    with pytest.raises(ValueError, match="step_size"):
+        lazy.train(_lin, jnp.zeros(2), np.eye(2), np.ones(2), step_size=1e-320, num_steps=2)
+
+
+def test_w12_rkhs_norm_refuses_non_symmetric_kernel():
+    with pytest.raises(ValueError, match="K must be symmetric"):
+        kernels.rkhs_norm(np.array([[1.0, 0.5], [0.0, 1.0]]), np.ones(2))
+
+
+def test_w13_l1_interpolant_of_an_ill_conditioned_invertible_x():
+    from fractions import Fraction as F
+    X, y = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-12]]), np.array([1.0, 2.0])
+    b2 = 1 / (F(float(X[1, 1])) - 1)  # the unique solution: b2 = 1 / (x22 - 1), b1 = 1 - b2
+    beta = np.asarray(convex.min_norm_interpolant(X, y, p=1))
+    assert beta[1] == pytest.approx(float(b2), rel=1e-9, abs=0)
+    assert beta[0] == pytest.approx(float(1 - b2), rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize("c", [1e-200, 1e300])
+def test_w14_dictionary_directions_of_extreme_norm(c):
+    X, y = np.array([[1.0, 1.0], [-1.0, 1.0]]), np.array([1.0, -1.0])
+    # the docstring's closed form: r = (1/2, -1/2), gamma = 1/2 (rows are normalized)
+    r, gamma = margins.dictionary_f1_max_margin(X, y, c * np.array([[1.0, 0.0], [-1.0, 0.0]]))
+    assert np.allclose(np.asarray(r), [0.5, -0.5], atol=1e-9)
+    assert gamma == pytest.approx(0.5, rel=1e-9, abs=0)
+
+
+# unclear errors, round 3
+
+def test_relu_ntk_huge_kappa_is_computed_in_scaled_form():
+    # K = |x|^2 (1/4 + kappa^2 / 2) on the diagonal (d = 2)
+    got = float(ntk.relu_ntk(np.array([[1e-100, 0.0]]), kappa=1e155)[0, 0])
+    assert got == pytest.approx(5e109, rel=1e-14, abs=0)  # 1e-200 * 1e310 / 2
+    got = float(ntk.relu_ntk(np.array([[1e-200, 0.0]]), kappa=10**200)[0, 0])
+    assert got == pytest.approx(0.5, rel=1e-14, abs=0)
+    with pytest.raises(ValueError, match="overflows"):
+        ntk.relu_ntk(np.array([[1.0, 0.0]]), kappa=1e155)
+    with pytest.raises(ValueError, match="kappa is too large"):
+        ntk.relu_ntk(np.array([[1.0, 0.0]]), kappa=10**400)
+
+
+def test_compress_radius_of_points_in_r0():
+    assert margins.compress_radius(np.zeros((2, 0))).shape == (2, 0)
+
+
+def test_gradient_flow_refuses_a_complex_or_integer_loss():
+    for bad in (lambda w: jnp.sum(w) * (1 + 1j), lambda w: jnp.int32(3)):
+        with pytest.raises(ValueError, match="loss must return a real floating-point"):
+            flows.gradient_flow(bad, jnp.ones(2), jnp.array([0.0, 1.0]))
+
+
+def test_closures_name_their_arguments():
+    loss = lazy.scaled_square_loss(_lin, np.eye(2), np.ones(2))
+    for params in ("abc", None, {"w": object()}):
+        with pytest.raises(ValueError, match="params"):
+            loss(params, 1.0)
+    f_lin = ntk.linearize(_lin, jnp.ones(2))
+    for x in ("abc", None, np.array([object(), object()])):
+        with pytest.raises(ValueError, match="x"):
+            f_lin(jnp.ones(2), x)
+    atoms = parity.parity_atoms(3, [0, 1], 0.3)
+    with pytest.raises(ValueError, match="predictions"):
+        parity.population_loss(np.array([object()] * atoms[0].shape[0]), atoms)
+
+
+def test_sizes_are_checked_against_free_memory(monkeypatch):
+    from lib import _validate
+    monkeypatch.setattr(_validate, "available_memory", lambda: 2**30)  # 1 GiB free
+    with pytest.raises(ValueError, match="^n = .*memory"):
+        parity.bsp_correlations(2**28, [0], 0.3)  # 2 GiB of float64
+    with pytest.raises(ValueError, match="^n = .*memory"):
+        parity.bsp_best_linear_loss(2**28, [0], 0.3)
+    assert parity.bsp_correlations(4, [0], 0.3).shape == (4,)
+
+
+def test_margin_limit_rescales_extreme_x():
+    X, y = np.array([[1.0, 2.0], [2.0, -1.0]]), np.array([1.0, 1.0])
+    # w(c X, mu) = w(X, mu c) / c (substitute w = v / c)
+    for c in (1e300, 1e-200):
+        w = np.asarray(diagonal.margin_limit(X * c, y, 1e-3 / c))
+        ref = np.asarray(diagonal.margin_limit(X, y, 1e-3)) / c
+        assert np.allclose(w, ref, rtol=1e-8, atol=0)
+        assert np.min(y * ((X * c) @ w)) >= 1 - 1e-8
+
+
+def test_exponential_loss_path_refuses_non_separable_data_at_once():
+    import time
+    t = time.process_time()
+    with pytest.raises(ValueError, match="not linearly separable"):
+        diagonal.exponential_loss_path(np.array([[1.0], [1.0]]), np.array([1.0, -1.0]), 1.0)
+    assert time.process_time() - t < 5
+
+
+def test_normalized_gd_at_loss_zero_has_converged():
+    # L = (w - 1)^2, normalized direction 2 / (w - 1): from 0 with step 0.5, w_1 = 1, L = 0
+    traj = flows.gradient_descent(lambda w: jnp.sum((w - 1.0) ** 2), jnp.zeros(1),
+                                  step_size=0.5, num_steps=5, normalized=True)
+    assert traj.converged and not traj.diverged
+    assert float(traj.final[0]) == 1.0
+
+
+def test_two_layer_intermediate_overflow_with_finite_output():
+    # (s / m) sum_j a_j (b_j x)_+ = (1e-300 / 2) * 2 * 1e200 * 1e200 = 1e100
+    p = {"a": np.array([1e200, 1e200]), "B": np.array([[1e200, 0.0], [1e200, 0.0]])}
+    x = np.array([1.0, 0.0])
+    assert float(twolayer.two_layer(p, x, 1e-300)) == pytest.approx(1e100, rel=1e-14, abs=0)
+    assert float(twolayer.two_layer_batch(p, x[None], 1e-300)[0]) == pytest.approx(1e100,
+                                                                                   rel=1e-14)
+    with pytest.raises(ValueError, match="output overflows"):
+        twolayer.two_layer(p, x, 1.0)
+
+
+# ------------------------------------------------- round 3: found by this helper's own search
+
+@pytest.mark.parametrize("e", [1e-8, 1e-6])
+def test_simplex_max_margin_small_margin_is_exact(e):
+    # z_1 = (1, e), z_2 = (-1, e): on the simplex min(a1 + e a2, -a1 + e a2) is largest at
+    # a = (0, 1), gamma = e (an interior-point answer was off by 4e-6 relative at e = 1e-8)
+    a, gamma = margins.simplex_max_margin(np.array([[1.0, e], [1.0, -e]]), np.array([1.0, -1.0]))
+    assert gamma == pytest.approx(e, rel=1e-9, abs=0)
+    assert np.allclose(np.asarray(a), [0.0, 1.0], atol=1e-12)
+
+
+def test_best_feature_loss_with_tiny_features():
+    # one constant feature c: best weight E[y] / c with E[y] = alpha (2 * 3/4 - 1) = 0.15 for
+    # alpha = 0.3, I = {0}; loss (1 - 0.15^2) / 2 whatever c
+    atoms = parity.parity_atoms(3, [0], 0.3)
+    loss, w = parity.best_feature_loss(np.full((8, 1), 1e-200), atoms)
+    assert loss == pytest.approx(0.5 * (1 - 0.15 ** 2), rel=1e-14, abs=0)
+    assert float(w[0]) == pytest.approx(0.15 / 1e-200, rel=1e-14, abs=0)
+    with pytest.raises(ValueError, match="features"):  # the weight 1.5e309 overflows
+        parity.best_feature_loss(np.full((8, 1), 1e-310), atoms)
+
+
+def test_l2_interpolant_of_an_ill_conditioned_invertible_x_is_not_called_inconsistent():
+    from fractions import Fraction as F
+    X, y = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-12]]), np.array([1.0, 2.0])
+    b2 = 1 / (F(float(X[1, 1])) - 1)  # invertible: the interpolant is the unique solution
+    # was: "X beta = y is inconsistent" (the SVD-based least-squares residual, 2e-4, taken for
+    # inconsistency). A backward-stable solve is accurate to cond(X) eps ~ 4e12 * 1.1e-16
+    beta = np.asarray(convex.min_norm_interpolant(X, y, p=2))
+    assert beta[1] == pytest.approx(float(b2), rel=1e-3, abs=0)
+    assert beta[0] == pytest.approx(float(1 - b2), rel=1e-3, abs=0)
+    assert abs(float(np.sum(beta)) - 1.0) <= 1e-3 * float(b2)  # first equation, to rounding
+
+
+def test_flow_path_ill_conditioned_consistent_x_is_not_called_inconsistent():
+    # rows (1, 1, 0) and (1, 1 + 1e-10, 0): X beta = y = (1, 2) has the exact solution
+    # beta = (1 - 1e10, 1e10, 0); the refusal must say ill-conditioned, not inconsistent
+    X = np.array([[1.0, 1.0, 0.0], [1.0, 1.0 + 1e-10, 0.0]])
+    with pytest.raises(ValueError, match="ill-conditioned.*consistent"):
+        diagonal.gradient_flow_path(X, np.array([1.0, 2.0]), 1.0)
+
+
+def test_kernel_regression_names_rcond_when_it_drops_eigenvalues():
+    # K = [[1, 1 - d], [1 - d, 1]] is invertible (eigenvalues 2 - d and d = 1e-12) but rcond
+    # = 1e-12 drops d / (2 - d): the refusal must say so; with rcond = 1e-14 the solution is
+    # K^-1 y = ((1 - (1 - d) 2), (2 - (1 - d))) / (1 - (1 - d)^2)
+    d = 1e-12
+    K = np.array([[1.0, 1.0 - d], [1.0 - d, 1.0]])
+    with pytest.raises(ValueError, match="rcond"):
+        kernels.kernel_regression(K, np.array([1.0, 2.0]))
+    from fractions import Fraction as F
+    k = F(float(K[0, 1]))
+    det = 1 - k * k
+    want = [float((1 - 2 * k) / det), float((2 - k) / det)]
+    c = np.asarray(kernels.kernel_regression(K, np.array([1.0, 2.0]), rcond=1e-14))
+    assert np.allclose(c, want, rtol=1e-3, atol=0)  # cond(K) eps ~ 2e12 * 1.1e-16

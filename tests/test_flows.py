@@ -192,7 +192,7 @@ def test_sweep_shared_loss_args():
 @pytest.mark.parametrize("loss, kwargs, match", [
     (lambda w: (w - 1.0) ** 2, {}, "scalar"),
     (lambda w: jnp.nan * jnp.sum(w), {}, "not finite"),
-    (lambda w: jnp.sum(w) - 10.0, dict(normalized=True), "must be > 0"),
+    (lambda w: jnp.sum(w) - 10.0, dict(normalized=True), "must be >= 0"),
 ])
 def test_bad_losses(loss, kwargs, match):
     with pytest.raises(ValueError, match=match):
