@@ -299,8 +299,8 @@ def q_D(u, depth=2):
 
     (Woodworth et al. 2020, Sec. 4 and 5; the second form is the Legendre transform
     of :math:`H_D`). It is even, convex, :math:`q_D(u) \approx u^2 / (2 h_D'(0))` for small
-    :math:`u`. For large :math:`|u|` the two cases differ: :math:`q_2(u) = |u|(\log|u| - 1) +
-    O(\log|u|/|u|)` grows faster than :math:`|u|` by a log factor, while for :math:`D \ge 3`,
+    :math:`u`. For large :math:`|u|` the two cases differ: :math:`q_2(u) = |u|(\log|u| - 1) + 2 +
+    O(1/|u|)` grows faster than :math:`|u|` by a log factor, while for :math:`D \ge 3`,
     :math:`q_D(u) = |u| - \tfrac D2 |u|^{2/D} + O(1)` (because :math:`h_D^{-1}(u) \to 1`). The
     quadratic zone is the :math:`\ell_2` behaviour, the large-:math:`|u|` zone the
     :math:`\ell_1` one.
