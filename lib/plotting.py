@@ -103,7 +103,7 @@ class Interactive:
 def interactive(chart, description, fallback_fig=None):
     """Wrap an Altair chart as an interactive figure for the book and for Jupyter.
 
-    The chart's data must be inline (a ``pandas.DataFrame`` or ``alt.Data(values=...)``); its
+    The chart's data must be inline (``alt.Data(values=rows)``, rows a list of dicts); its
     controls are Vega-Lite parameters bound to native HTML inputs (``alt.binding_range``,
     ``alt.binding_radio``, ``alt.binding_select``), which the keyboard operates. The returned
     object displays as a MIME bundle with ``application/vnd.vegalite.v6+json`` (the spec,
@@ -127,10 +127,11 @@ def interactive(chart, description, fallback_fig=None):
 
     Example:
         >>> import altair as alt
-        >>> import pandas as pd
-        >>> df = pd.DataFrame({"x": [0, 1, 0, 1], "y": [0, 1, 0, 2], "k": [1, 1, 2, 2]})
+        >>> rows = [{"x": 0, "y": 0, "k": 1}, {"x": 1, "y": 1, "k": 1},
+        ...         {"x": 0, "y": 0, "k": 2}, {"x": 1, "y": 2, "k": 2}]
         >>> k = alt.param(name="k", value=1, bind=alt.binding_range(min=1, max=2, step=1))
-        >>> chart = alt.Chart(df).mark_line().encode(x="x:Q", y="y:Q").add_params(k)
+        >>> chart = alt.Chart(alt.Data(values=rows)).mark_line().encode(x="x:Q", y="y:Q")
+        >>> chart = chart.add_params(k)
         >>> fig = interactive(chart.transform_filter("datum.k == k"), "y against x for k")
         >>> sorted(fig._repr_mimebundle_())
         ['application/vnd.vegalite.v6+json', 'text/html', 'text/plain']
