@@ -630,13 +630,14 @@ def _wait_for_change(page, fig_id, before, timeout=5.0):
     return False
 
 
-def interactive_check(br, url, expected):
+def interactive_check(br, url, expected, shots=None):
     """Draw every interactive figure and operate each of its controls with the keyboard.
 
     Each range slider is focused and moved with the arrow keys, each group of radio buttons
     with an arrow key to a button not yet chosen; after every move the figure's SVG must have
     changed. The page must load the Vega bundle once, weigh at most 8 MB, and log no error.
-    Returns (lines for the report, problems).
+    With ``shots`` (a folder), each figure is saved before and after its controls moved
+    (``<figure id>-before.png``, ``-after.png``). Returns (lines for the report, problems).
     """
     page = br.page
     br.load(url)
@@ -660,6 +661,8 @@ def interactive_check(br, url, expected):
             e.type === 'range' ? [e.value, e.min, e.max] : e.checked])""", fig_id)
         if not controls:
             problems.append(f"interactive: figure {fig_id} has no control")
+        if shots is not None:
+            page.locator(f"#{fig_id}").screenshot(path=str(shots / f"{fig_id}-before.png"))
         done_groups = set()
         for index, kind, name, state in controls:
             if kind == "radio":
@@ -691,6 +694,8 @@ def interactive_check(br, url, expected):
             report.append(f"{fig_id} {what}: figure {'changed' if changed else 'UNCHANGED'}")
             if not changed:
                 problems.append(f"interactive: {fig_id} {what}: the figure did not change")
+        if shots is not None:
+            page.locator(f"#{fig_id}").screenshot(path=str(shots / f"{fig_id}-after.png"))
     problems += [f"JS (interactive): {e}" for e in br.errors()]
     return report, problems
 
@@ -884,7 +889,7 @@ def check_page(br, axe, rel, base, args, repo_url, repo_path, audit, keys, execu
     if chapter:
         expected = len(re.findall(r"lib\.plotting\.interactive\(",
                                   (ROOT / rel.with_suffix(".md")).read_text(encoding="utf-8")))
-        lines, iproblems = interactive_check(br, url, expected)
+        lines, iproblems = interactive_check(br, url, expected, args.screenshots)
         problems += iproblems
         for line in lines:
             print(f"       interactive: {line}")
