@@ -30,6 +30,7 @@ _CSS_TEXT = """\
 .krr-interactive .vega-bind-name { display: inline-block; min-width: 9em; }
 .krr-interactive input[type="range"] { vertical-align: middle; width: 14em; }
 .krr-interactive input:focus-visible { outline: 3px solid #0a6ed1; outline-offset: 2px; }
+html[data-theme="dark"] .krr-interactive { background: #333; color: #e6e6e6; padding: 0.4em; }
 html[data-theme="dark"] .krr-interactive .vega-bindings { color: #e6e6e6; }
 """
 
