@@ -23,6 +23,11 @@ every request that leaves the machine (anything but the local server, ``file:``,
 * keyboard (light mode): every interactive element (sidebar toggles, download and launch
   menus, dark-mode switch, search buttons, exercises' solution toggles, hidden-input dropdowns)
   is reached with Tab, and Enter and Space change its state;
+* interactive figures (issue 18, ``lib.plotting.interactive``): every one the chapter's source
+  displays is drawn (an SVG), has an accessible label, and changes when each of its controls is
+  operated with the keyboard (a slider moved with the arrow keys, the next radio option chosen
+  with an arrow key), with no console error; the Vega bundle is loaded once and the page,
+  scripts included, weighs at most 8 MB (Resource Timing);
 * on a chapter, the ``.ipynb`` entry of the download menu downloads a valid notebook, and the
   Binder and Colab launch links point at the repository of ``_config.yml``.
 
@@ -584,6 +589,117 @@ def keyboard_check(br, url, max_tabs=250):
     return counts, problems
 
 
+# ------------------------------------------------------------------------------ interactive figures
+
+PAGE_BUDGET = 8 * 1024 * 1024  # issue 18: no chapter page above 8 MB, scripts included
+
+# Runs in the page: every interactive figure drawn (an SVG inside its div), and the page weight
+# (the document and every resource it loaded, decoded sizes, from the Resource Timing API).
+FIGURE_PROBE = r"""
+(async () => {
+  const t0 = Date.now();
+  const figs = () => Array.from(document.querySelectorAll('div.krr-interactive'));
+  while (figs().some(f => !f.querySelector('svg')) && Date.now() - t0 < 30000) {
+    await new Promise(r => setTimeout(r, 100));
+  }
+  const nav = performance.getEntriesByType('navigation')[0];
+  const res = performance.getEntriesByType('resource');
+  const bytes = (nav ? nav.decodedBodySize : 0) +
+                res.reduce((s, r) => s + (r.decodedBodySize || r.transferSize || 0), 0);
+  return JSON.stringify({
+    ids: figs().map(f => f.id),
+    undrawn: figs().filter(f => !f.querySelector('svg')).map(f => f.id),
+    unlabelled: figs().filter(f => !(f.getAttribute('aria-label') || '').trim()).map(f => f.id),
+    vegaScripts: Array.from(document.scripts).filter(s => /vega-embed-bundle/.test(s.src)).length,
+    bytes: bytes,
+  });
+})()
+"""
+
+
+def _svg(page, fig_id):
+    return page.eval_on_selector(f"#{fig_id} svg", "e => e.outerHTML")
+
+
+def _wait_for_change(page, fig_id, before, timeout=5.0):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        page.wait_for_timeout(100)
+        if _svg(page, fig_id) != before:
+            return True
+    return False
+
+
+def interactive_check(br, url, expected, shots=None):
+    """Draw every interactive figure and operate each of its controls with the keyboard.
+
+    Each range slider is focused and moved with the arrow keys, each group of radio buttons
+    with an arrow key to a button not yet chosen; after every move the figure's SVG must have
+    changed. The page must load the Vega bundle once, weigh at most 8 MB, and log no error.
+    With ``shots`` (a folder), each figure is saved before and after its controls moved
+    (``<figure id>-before.png``, ``-after.png``). Returns (lines for the report, problems).
+    """
+    page = br.page
+    br.load(url)
+    info = json.loads(page.evaluate(FIGURE_PROBE))
+    problems, report = [], []
+    if len(info["ids"]) < expected:
+        problems.append(f"interactive: {len(info['ids'])} figures on the page, the source "
+                        f"displays {expected}")
+    problems += [f"interactive: figure {i} not drawn within 30 s" for i in info["undrawn"]]
+    problems += [f"interactive: figure {i} has no aria-label" for i in info["unlabelled"]]
+    if info["ids"] and info["vegaScripts"] != 1:
+        problems.append(f"interactive: the Vega bundle is loaded {info['vegaScripts']} times")
+    if info["bytes"] > PAGE_BUDGET:
+        problems.append(f"interactive: page weight {info['bytes'] / 2**20:.2f} MB above 8 MB")
+    report.append(f"page weight {info['bytes'] / 2**20:.2f} MB")
+    for fig_id in info["ids"]:
+        if fig_id in info["undrawn"]:
+            continue
+        controls = page.evaluate("""(id) => Array.from(document.querySelectorAll(
+            `#${id} .vega-bindings input`)).map((e, i) => [i, e.type, e.name,
+            e.type === 'range' ? [e.value, e.min, e.max] : e.checked])""", fig_id)
+        if not controls:
+            problems.append(f"interactive: figure {fig_id} has no control")
+        if shots is not None:
+            page.locator(f"#{fig_id}").screenshot(path=str(shots / f"{fig_id}-before.png"))
+        done_groups = set()
+        for index, kind, name, state in controls:
+            if kind == "radio":
+                if name in done_groups:
+                    continue
+                done_groups.add(name)
+            handle = page.locator(f"#{fig_id} .vega-bindings input").nth(index)
+            before = _svg(page, fig_id)
+            handle.focus()
+            if kind == "range":
+                value, lo, hi = (float(v) for v in state)
+                key = "ArrowLeft" if value >= hi else "ArrowRight"
+                for _ in range(3):
+                    page.keyboard.press(key)
+                what = f"slider {name!r} {value:g} -> {handle.input_value()}"
+            elif kind == "radio":
+                page.keyboard.press("ArrowRight")  # moves to, and chooses, the next option
+                chosen = page.evaluate(f"""() => {{ const c = document.querySelector(
+                    '#{fig_id} .vega-bindings input[name="{name}"]:checked');
+                    return c ? c.value : null; }}""")
+                what = f"option {name!r} -> {chosen}"
+            else:
+                page.keyboard.press("ArrowDown")
+                what = f"{kind} {name!r} -> {handle.input_value()}"
+            if not page.evaluate("(id) => document.activeElement.closest('#' + id) !== null",
+                                 fig_id):
+                problems.append(f"interactive: {fig_id} {what}: focus left the figure")
+            changed = _wait_for_change(page, fig_id, before)
+            report.append(f"{fig_id} {what}: figure {'changed' if changed else 'UNCHANGED'}")
+            if not changed:
+                problems.append(f"interactive: {fig_id} {what}: the figure did not change")
+        if shots is not None:
+            page.locator(f"#{fig_id}").screenshot(path=str(shots / f"{fig_id}-after.png"))
+    problems += [f"JS (interactive): {e}" for e in br.errors()]
+    return report, problems
+
+
 # ------------------------------------------------------------------------------ downloads
 
 def download_notebook(br, info, rel):
@@ -771,6 +887,12 @@ def check_page(br, axe, rel, base, args, repo_url, repo_path, audit, keys, execu
         problems += kproblems
         problems += [f"JS (keyboard): {e}" for e in br.errors()]
     if chapter:
+        expected = len(re.findall(r"lib\.plotting\.interactive\(",
+                                  (ROOT / rel.with_suffix(".md")).read_text(encoding="utf-8")))
+        lines, iproblems = interactive_check(br, url, expected, args.screenshots)
+        problems += iproblems
+        for line in lines:
+            print(f"       interactive: {line}")
         if not info["ipynb"]:
             problems.append("no .ipynb download link")
         else:
