@@ -159,8 +159,9 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         ValueError: malformed ``claim_id``, empty ``source`` or ``statement``, not exactly one
             kind of check, ``value`` empty, complex or not numeric, ``expected``, ``tolerance``
             or ``bounds`` not finite, negative ``tolerance``, ``bounds`` with ``lo > hi`` or
-            both ``None``, ``passed`` not a boolean, ``size`` not ``"paper"``/``"reduced"``/``"unspecified"``,
-            an empty ``directory``, or a non-finite ``value`` given as passing.
+            both ``None``, ``passed`` not a boolean, ``size`` not ``"paper"``, ``"reduced"`` or
+            ``"unspecified"``, an empty ``directory``, or a non-finite ``value`` given as
+            passing.
         OSError: the record cannot be written to ``directory`` (nothing is recorded then).
         ClaimFailed: the check failed (the record is written first, with status ``failed``).
 

@@ -1030,9 +1030,9 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
 
     Raises:
         ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not a finite real
-            ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point), or consistent
-            but so ill-conditioned that its float64 least-squares residual exceeds 1e-8 (the
-            message says which, with the singular values);
+            ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point), or
+            consistent but so ill-conditioned that its float64 least-squares residual
+            exceeds 1e-8 (the message says which, with the singular values);
             ``alpha`` not a finite number > 0 or ``alpha**depth`` outside float64's range;
             ``depth`` not an integer >= 2; ``target`` not a finite number > 0; ``rtol`` not in
             ``(0, 1)``; ``max_segments``/``max_steps`` not integers >= 1 (``max_steps`` at most

@@ -184,24 +184,6 @@ def _advance_impl(loss, state, stop_step, step_size, target, loss_args, normaliz
 # whatever the number of snapshots (as before); the progress bar and the early stop are checked
 # between calls, and a padded stop costs nothing (lax.cond skips it).
 _CHUNK = 64
-# A recording may use at most this fraction of the memory available when it starts (the
-# chunks and their concatenation hold up to two copies).
-_MEMORY_FRACTION = 0.5
-
-
-def _available_memory():
-    """Bytes of memory available now (MemAvailable of /proc/meminfo), or None if unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _check_memory(num_snapshots, params0, batch):
@@ -209,8 +191,8 @@ def _check_memory(num_snapshots, params0, batch):
     per_state = sum(int(np.prod(np.shape(x))) * 8 for x in jax.tree_util.tree_leaves(params0))
     per_state += 8 * 2 * (batch or 1) + 2 * (batch or 1)  # step, loss, done, bad
     need = 2 * num_snapshots * per_state  # the chunks, then their concatenation
-    avail = _available_memory()
-    if avail is not None and need > _MEMORY_FRACTION * avail:
+    avail = _validate.available_memory()
+    if avail is not None and need > _validate.MEMORY_FRACTION * avail:
         raise ValueError(
             f"snapshots: recording {num_snapshots} snapshots of {per_state / 2**20:.3g} MiB each "
             f"needs about {need / 2**30:.3g} GiB, more than half of the "

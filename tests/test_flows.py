@@ -249,7 +249,7 @@ def test_every_step_recorded_with_early_stop_and_batch():
 def test_recording_that_does_not_fit_is_refused(monkeypatch):
     import lib.flows as flows
 
-    monkeypatch.setattr(flows, "_available_memory", lambda: 10 * 2**20)  # 10 MiB free
+    monkeypatch.setattr(flows._validate, "available_memory", lambda: 10 * 2**20)  # 10 MiB free
     with pytest.raises(ValueError, match=r"snapshots: recording 5001 snapshots .* GiB"):
         flows.gradient_descent(lambda w: jnp.sum(w ** 2), jnp.ones(2000), step_size=0.1,
                                num_steps=5000, snapshots=np.arange(5001))
