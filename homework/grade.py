@@ -334,6 +334,14 @@ def docker_available() -> bool:
         return False
 
 
+def docker_arguments(folder: Path, autograder: Path, out: Path, timeout: float,
+                     jobs: int) -> list[str]:
+    """The arguments of ``otter grade`` (otter 7: the submissions' folder is positional), with
+    networking off in the containers."""
+    return [str(folder), "-a", str(autograder), "-o", str(out), "--ext", "ipynb",
+            "--timeout", str(int(timeout)), "--containers", str(jobs), "--no-network"]
+
+
 def run_docker(subs: list[Submission], chapter: str, autograder: Path, work: Path,
                timeout: float, jobs: int) -> list[Row]:
     """``otter grade`` (one container per submission) on a folder of the notebooks."""
@@ -345,9 +353,8 @@ def run_docker(subs: list[Submission], chapter: str, autograder: Path, work: Pat
         shutil.copy(s.path, target)
         names[target.stem] = s
     out = work / "docker-out"
-    proc = subprocess.run([sys.executable, "-m", "otter", "grade", "-p", str(folder), "-a",
-                           str(autograder), "-o", str(out), "--ext", "ipynb", "--timeout",
-                           str(int(timeout)), "--containers", str(jobs)],
+    proc = subprocess.run([sys.executable, "-m", "otter", "grade",
+                           *docker_arguments(folder, autograder, out, timeout, jobs)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise GradeError(f"otter grade failed:\n{proc.stdout}\n{proc.stderr}")

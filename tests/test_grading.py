@@ -228,3 +228,18 @@ def test_assign_and_grade_every_case(tmp_path):
                 pass
     assert not leftovers, leftovers
     assert os.path.getsize(csv_path) > 0
+
+
+def test_docker_arguments_parse_with_otter_grade(tmp_path):
+    """The Docker path cannot run here (no Docker), but its command line must be one that
+    ``otter grade`` accepts: parse it with otter's own command-line definition."""
+    from otter.cli import grade_cli
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "ag.zip").write_bytes(b"")
+    args = hg.docker_arguments(tmp_path / "in", tmp_path / "ag.zip", tmp_path / "out", 600, 2)
+    ctx = grade_cli.make_context("grade", list(args))
+    assert ctx.params["paths"] == (str(tmp_path / "in"),)
+    assert ctx.params["autograder"] == str(tmp_path / "ag.zip")
+    assert ctx.params["timeout"] == 600 and ctx.params["containers"] == 2
+    assert ctx.params["no_network"] is True
