@@ -45,6 +45,14 @@ _OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*?)\s*$")
 _TARGET = re.compile(r"^\s*\(([\w:.-]+)\)=\s*$")
 _ROLE = re.compile(r"\{([\w:.-]+)\}`([^`]*)`")
 _DOLLAR_LABEL = re.compile(r"^\s*\$\$\s*\(([\w:.-]+)\)\s*$")
+# The book's MathJax macros (_config.yml, mathjax3_config.tex.macros; a test keeps the two
+# equal): plain Jupyter does not know them, so the converted cells spell them out.
+MACROS = {"R": "\\mathbb{R}", "E": "\\mathbb{E}"}
+_MACRO = re.compile(r"\\(" + "|".join(MACROS) + r")(?![A-Za-z])")
+
+
+def _expand_macros(line: str) -> str:
+    return _MACRO.sub(lambda m: MACROS[m.group(1)], line)
 
 
 class Numbers:
@@ -237,7 +245,7 @@ def _convert_lines(lines, numbers: Numbers, bib: dict, cited: list) -> list[str]
             head = f"**{name}{' ' + arg if arg else ''}.**"
             out.extend(_quote(f"{head} {inner.lstrip()}"))
             out.append("")
-    return out
+    return [_expand_macros(line) for line in out]
 
 
 def _roles(text: str, numbers: Numbers, bib: dict, cited: list) -> str:

@@ -177,3 +177,17 @@ def test_every_figure_reference_resolves(chapter):
     for k, name in enumerate(names, 1):
         if name in refs:
             assert f"Figure {number}.{k}" in md, (name, k)
+
+
+def test_book_macros_are_spelled_out_for_plain_jupyter():
+    """Plain Jupyter does not load the book's MathJax macros: ``\\R`` and ``\\E`` become
+    ``\\mathbb{R}``, ``\\mathbb{E}`` (in text and display math), ``\\Rightarrow`` is left alone,
+    and the converter's list is the book's list."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert m2j.MACROS == config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+    lines = ["Inputs $x\\in\\R^d$, $\\E[y] \\Rightarrow 0$.", "", "```{math}", "\\R^{N}", "```"]
+    out = "\n".join(m2j._convert_lines(lines, m2j.Numbers(1), {}, []))
+    assert "\\mathbb{R}^d" in out and "\\mathbb{E}[y] \\Rightarrow 0" in out
+    assert "\\mathbb{R}^{N}" in out and not re.search(r"\\[RE](?![A-Za-z])", out)
