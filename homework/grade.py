@@ -589,16 +589,18 @@ def write_outputs(rows: list[Row], out: Path, questions: list[str],
 
 
 def autograder_points(autograder: Path) -> dict[str, float]:
-    """Points of each autograded question of an autograder zip (sum over its test cases), read
-    from the ``points`` of otter's exception-format test files (``tests/<question>.py``)."""
+    """Points of each autograded question of an autograder zip, read from otter's
+    exception-format test files (``tests/<question>.py``): the module's ``points = N`` when
+    there is one, else the sum of its ``@test_case(points=...)``."""
     points: dict[str, float] = {}
     with zipfile.ZipFile(autograder) as z:
         for n in z.namelist():
             if not (n.startswith("tests/") and n.endswith(".py")):
                 continue
             text = z.read(n).decode(errors="replace")
-            found = re.findall(r"points\s*=\s*([0-9.]+)", text)
-            points[Path(n).stem] = sum(float(x) for x in found)
+            total = re.search(r"^points\s*=\s*([0-9.]+)\s*$", text, re.M)  # the question's
+            cases = re.findall(r"test_case\(\s*points\s*=\s*([0-9.]+)", text)
+            points[Path(n).stem] = float(total.group(1)) if total else sum(map(float, cases))
     return points
 
 

@@ -47,6 +47,33 @@ def test_master_notebook_of_setup_has_questions_points_and_fresh_hidden_keys():
     assert "theta_small" not in src1 and "print(" not in src1.split("# BEGIN QUESTION")[1]
 
 
+def test_manual_questions_are_exported_as_otter_documents_for_gradescope(tmp_path):
+    """Otter's Gradescope path for manual questions: a filtered PDF in the student's zip (with
+    an acknowledgement when the student's machine cannot make it) and a PDF made by the
+    autograder, uploaded to the manual assignment given its ids. Grading here strips both."""
+    import yaml
+
+    nb = ho.master_notebook("setup", gradescope=("12345", "67890"))
+    config = yaml.safe_load(nb.cells[0].source.split("\n", 1)[1])
+    assert config["export_cell"]["pdf"] is True and config["export_cell"]["filtering"] is True
+    assert "LaTeX" in config["export_cell"]["require_no_pdf_ack"]["message"]
+    assert config["generate"]["pdf"] is True and config["generate"]["filtering"] is True
+    assert (config["generate"]["course_id"], config["generate"]["assignment_id"]) == (
+        "12345", "67890")
+    assert "course_id" not in yaml.safe_load(
+        ho.master_notebook("setup").cells[0].source.split("\n", 1)[1])["generate"]
+    ag = tmp_path / "ag.zip"
+    with zipfile.ZipFile(ag, "w") as z:
+        z.writestr("otter_config.json", json.dumps({"pdf": True, "token": "secret",
+                                                    "course_id": "1", "assignment_id": "2",
+                                                    "filtering": True}))
+        z.writestr("tests/q.py", "points = 1\n")
+    local = hg.local_autograder(ag, tmp_path)
+    with zipfile.ZipFile(local) as z:
+        assert json.loads(z.read("otter_config.json")) == {"filtering": True}
+        assert z.read("tests/q.py") == b"points = 1\n"
+
+
 def test_solution_cell_keeps_signatures_and_marks_bodies():
     src = ("import numpy as np\n\ndef f(x):\n    \"\"\"Doc.\"\"\"\n    y = x + 1\n    return y\n\n"
            "value = np.pi\nother = 3\nprint(value)\n")
@@ -177,11 +204,12 @@ def test_empty_folder_and_unreadable_inputs_exit_non_zero(tmp_path, capsys):
     assert "every input is unreadable" in err and "x.ipynb" in err and "y.zip" in err
 
 
-def _autograder(path, points=(("q1", (1, 1)), ("q2", (2,))), ):
-    """A stand-in autograder zip whose test files carry otter's ``points = ...`` entries."""
+def _autograder(path):
+    """A stand-in autograder zip with test files written as otter 7 writes them: q1 with the
+    question's ``points = 2`` and its cases' points (0, 1, 1), q2 with its cases' only."""
     with zipfile.ZipFile(path, "w") as z:
-        for q, pts in points:
-            z.writestr(f"tests/{q}.py", "OK_FORMAT = False\nname = %r\n" % q + "".join(
+        for q, total, pts in (("q1", "points = 2\n", (0, 1, 1)), ("q2", "", (2,))):
+            z.writestr(f"tests/{q}.py", f"OK_FORMAT = False\n\nname = {q!r}\n{total}\n" + "".join(
                 f"@test_case(points={p}, hidden=False)\ndef t{i}(env): pass\n"
                 for i, p in enumerate(pts)))
     return path
@@ -306,6 +334,23 @@ def test_a_runaway_cell_is_interrupted_and_named_with_its_time(tmp_path):
     # the cell after it ran and ended (the kernel survived the interruption)
     assert {"event": "end", "cell": "code cell 3 (`y = x + 1`)"} in events
     assert hg.running_cell(events) is None
+
+
+def test_an_interruption_does_not_kill_a_kernel_whose_hooks_are_slow(tmp_path):
+    """The flaky "DeadKernelError: Kernel died" of the runaway case: the per-cell alarm repeats
+    every 0.5 s until IPython's post_run_cell hook stops it; when the work IPython does after
+    the interruption (post_execute hooks such as matplotlib's, the traceback) takes longer, as
+    under load, the next alarm was raised in IPython's code and killed the kernel (5 deaths in
+    5 runs with the limits cell before the fix). The alarm now raises only inside the cell."""
+    error, events = _run_with_limits(tmp_path, [
+        "import functools, time\n"
+        "get_ipython().events.register('post_execute', functools.partial(time.sleep, 1.5))",
+        "while True:\n    try:\n        sum(range(10**5))\n    except KeyboardInterrupt:\n"
+        "        pass",
+        "y = 2"], cell_timeout=1.0)
+    assert error is None, error
+    assert [c for c, _ in hg.interrupted_cells(events)] == ["code cell 2 (`while True:`)"]
+    assert {"event": "end", "cell": "code cell 3 (`y = 2`)"} in events
 
 
 def test_a_kernel_death_names_the_cell_it_died_in(tmp_path):
