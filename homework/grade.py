@@ -11,7 +11,11 @@
   goes on to the next; afterwards every process the submission started is killed, including
   those that left the group (they are found by a token in their environment).
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
-  question) and ``<out>/feedback/<student>.md`` (per-question points and messages).
+  question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
+  line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
+  cell it died in is removed and the notebook graded again), ``error``, ``unreadable: <reason>``
+  and ``wrong chapter: <name>`` (0 out of the chapter's points). A cell stopped by the per-cell
+  limit is named in the notes with its time.
 * Exit status 2 with a message when nothing gradable is found or every input is unreadable.
 """
 
