@@ -1,9 +1,11 @@
 """Homework on otter-grader (``homework/``): master notebooks, hidden tests, grading a folder.
 
 The fast tests (``make test``) check the master notebooks, the hidden tests' verifier against
-cheats in the same process, and the collection of submissions and its error messages. The
-end-to-end test (``make assign`` + ``make grade`` on every case of :mod:`homework.cases`, about
-10 minutes on a loaded 2-core machine) is marked ``slow`` and skipped by ``make test``; run it
+cheats in the same process, the collection of submissions and its error messages, the
+feedback (hints, never the hidden tests' code) and the limits cell in a real kernel (an
+interrupted cell, a kernel killed on purpose). The end-to-end test (``make assign`` +
+``make grade`` on every case of :mod:`homework.cases`, about 5 minutes on a loaded 2-core
+machine) is marked ``slow`` and skipped by ``make test``; run it
 with ``.venv/bin/python -m pytest tests/test_grading.py -m slow``.
 """
 
