@@ -18,11 +18,15 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="output folder (default _build/assign)")
     p.add_argument("--no-run-tests", action="store_true",
                    help="do not let otter run the tests on the solutions (faster)")
+    p.add_argument("--gradescope", nargs=2, metavar=("COURSE_ID", "MANUAL_ASSIGNMENT_ID"),
+                   help="upload each submission's PDF of the manual questions to this "
+                   "Gradescope assignment (otter asks for your Gradescope login)")
     a = p.parse_args(argv)
     failed = []
     for chapter in a.chapters or [None]:
         try:
-            done = assign([chapter] if chapter else None, a.out, run_tests=not a.no_run_tests)
+            done = assign([chapter] if chapter else None, a.out, run_tests=not a.no_run_tests,
+                          gradescope=a.gradescope)
         except (ValueError, RuntimeError) as err:
             print(f"assign: {err}", file=sys.stderr)
             failed.append(chapter or "all")

@@ -3,8 +3,10 @@
 ``write_cases(assign_dist, folder)`` writes them from the setup chapter's ``otter assign``
 output (the solution notebook in ``dist/autograder`` and the student notebook in
 ``dist/student``) and returns ``{student: expected}`` where ``expected`` is ``{"status": ...,
-"points": {question: points}}``. Used by ``tests/test_grading.py`` and
-``scripts/bench_grading.py``; a folder of them is also a demonstration for instructors.
+"points": {question: points}}``; a status is matched as a prefix ("unreadable: not a
+notebook" matches "unreadable: not a notebook (NotJSONError: ...)"). Used by
+``tests/test_grading.py`` and ``scripts/bench_grading.py``; a folder of them is also a
+demonstration for instructors.
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)  # {ESCAP
     "flood": """\
 for _ in range(15000):
     print("x" * 100000)
+""",
+    # kills its own kernel (as a segfault or the out-of-memory killer would)
+    "kernel_killer": """\
+import os, signal
+os.kill(os.getpid(), signal.SIGKILL)
 """,
 }
 
@@ -146,14 +153,15 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
     nb = copy.deepcopy(blank)
     nb["metadata"]["homework"] = {"chapter": "lazy_training"}
     nb["metadata"]["otter"] = {"assignment_name": "lazy_training"}
-    put("other_chapter", nb, {}, status="wrong chapter")
+    put("other_chapter", nb, ZERO, status="wrong chapter: lazy_training")
 
     (folder / "garbage.ipynb").write_text("this is not a notebook {")
-    expected["garbage"] = {"status": "unreadable", "points": {}}
+    expected["garbage"] = {"status": "unreadable: not a notebook", "points": dict(ZERO)}
 
     if slow:
-        for case in ("runaway", "escape", "flood"):
+        for case in ("runaway", "escape", "flood", "kernel_killer"):
             nb = copy.deepcopy(solved)
             nb["cells"].insert(len(nb["cells"]) - 2, _code(CELLS[case]))
-            put(case, nb, FULL)
+            # the kernel killer's cell is removed and the notebook graded again: full points
+            put(case, nb, FULL, status="kernel died" if case == "kernel_killer" else "graded")
     return expected

@@ -11,7 +11,11 @@
   goes on to the next; afterwards every process the submission started is killed, including
   those that left the group (they are found by a token in their environment).
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
-  question) and ``<out>/feedback/<student>.md`` (per-question points and messages).
+  question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
+  line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
+  cell it died in is removed and the notebook graded again), ``error``, ``unreadable: <reason>``
+  and ``wrong chapter: <name>`` (0 out of the chapter's points). A cell stopped by the per-cell
+  limit is named in the notes with its time.
 * Exit status 2 with a message when nothing gradable is found or every input is unreadable.
 """
 
@@ -118,7 +122,7 @@ def collect(folder: str | os.PathLike, work: Path) -> list[Submission]:
                     target.write_bytes(z.read(names[0]))
                     subs.append(Submission(student, target, p))
             except (zipfile.BadZipFile, OSError) as err:
-                subs.append(Submission(student, p, p, error=f"unreadable zip ({err})"))
+                subs.append(Submission(student, p, p, error=f"not a zip file ({err})"))
         else:
             subs.append(Submission(student, p, p))
     # one row per student: a name seen twice gets a suffix
@@ -158,7 +162,7 @@ def read_all(subs: list[Submission]) -> None:
         try:
             s.nb = nbformat.read(s.path, as_version=4)
         except Exception as err:  # noqa: BLE001 (any unreadable file is reported, not fatal)
-            s.error = f"unreadable notebook ({type(err).__name__}: {str(err)[:120]})"
+            s.error = f"not a notebook ({type(err).__name__}: {str(err)[:120]})"
             continue
         s.chapter = notebook_chapter(s.nb)
 
@@ -168,22 +172,50 @@ def read_all(subs: list[Submission]) -> None:
 # --------------------------------------------------------------------------------------------
 
 LIMITS_CELL = r'''
-# Added by the course's grader (homework/grade.py): per-cell time limit and output cap.
-def _krr_grader_limits(limit={cell_timeout}, cap={output_cap}):
-    import signal, sys
+# Added by the course's grader (homework/grade.py): per-cell time limit, output cap, and a log of
+# the cells run (so that an interrupted cell or a kernel death can be reported).
+def _krr_grader_limits(limit={cell_timeout}, cap={output_cap}, cells={cells!r}):
+    import hashlib, json, os, re, signal, sys, time
     class CellTimeLimit(BaseException):
         """Raised in a cell that ran longer than the per-cell limit (not a KeyboardInterrupt)."""
+    events = os.environ.get("{events_var}")
+    state = {{"cell": None, "start": 0.0}}
+    def log(**record):
+        if events:
+            with open(events, "a") as f:
+                f.write(json.dumps(record) + "\n")
+    cell_file = re.compile(r"(ipykernel_\d+[/\\]\d+\.py|<ipython-input-[\d-]+>)$")
+    def in_cell(frame):
+        while frame is not None:
+            if cell_file.search(frame.f_code.co_filename):
+                return True
+            frame = frame.f_back
+        return False
     def alarm(signum, frame):
+        # raise only while the cell's own code is on the stack: raised in IPython's or the
+        # kernel's code (e.g. while it shows the previous interruption), it would kill the kernel
+        if state["cell"] is None or not in_cell(frame):
+            return
+        seconds = time.monotonic() - state["start"]
+        log(event="interrupted", cell=state["cell"], seconds=round(seconds, 1), limit=limit)
         raise CellTimeLimit(f"cell stopped by the grader after {{limit}} s")
     ip = get_ipython()
     def pre(info=None):
         src = getattr(info, "raw_cell", "") or ""
         if "otter" in src and (".check(" in src or "GradingResults" in src or "Checker" in src):
             return  # otter's own grading cells: no limit
+        digest = hashlib.sha1(src.strip().encode()).hexdigest()
+        first = next((line for line in src.splitlines() if line.strip()), "")[:60]
+        state["cell"] = cells.get(digest) or first or "?"
+        state["start"] = time.monotonic()
+        log(event="start", cell=state["cell"])
         signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, limit, 0.5)
     def post(result=None):
         signal.setitimer(signal.ITIMER_REAL, 0)
+        if state["cell"] is not None:
+            log(event="end", cell=state["cell"])
+        state["cell"] = None
     ip.events.register("pre_run_cell", pre)
     ip.events.register("post_run_cell", post)
     class Capped:
@@ -203,17 +235,45 @@ def _krr_grader_limits(limit={cell_timeout}, cap={output_cap}):
 _krr_grader_limits()
 del _krr_grader_limits
 '''
+EVENTS_VAR = "KRR_GRADE_EVENTS"
+DEAD_CELL = "# removed by the grader: the kernel died while this cell ran\n"
+
+
+def _digest(source) -> str:
+    import hashlib
+
+    src = source if isinstance(source, str) else "".join(source)
+    return hashlib.sha1(src.strip().encode()).hexdigest()
+
+
+def _cell_labels(nb) -> dict[str, str]:
+    """sha1 of each code cell's stripped source -> "code cell <n> (`first line`)", n counting
+    the code cells of the notebook as handed in, from 1."""
+    labels = {}
+    n = 0
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        n += 1
+        src = c.source if isinstance(c.source, str) else "".join(c.source)
+        first = next((line for line in src.splitlines() if line.strip()), "").strip()[:60]
+        labels.setdefault(_digest(src), f"code cell {n} (`{first}`)")
+    return labels
 
 
 def _limited_copy(sub: Submission, dest: Path, chapter: str, cell_timeout: float,
-                  output_cap: int) -> Path:
+                  output_cap: int, drop: frozenset = frozenset()) -> Path:
     import copy
 
     import nbformat
 
     nb = copy.deepcopy(sub.nb)
-    cell = nbformat.v4.new_code_cell(LIMITS_CELL.format(cell_timeout=cell_timeout,
-                                                        output_cap=output_cap))
+    labels = _cell_labels(nb)
+    for c in nb.cells:  # the cell the kernel died in (second run): replaced by a comment
+        if c.cell_type == "code" and labels.get(_digest(c.source)) in drop:
+            c.source = DEAD_CELL
+    cell = nbformat.v4.new_code_cell(LIMITS_CELL.format(
+        cell_timeout=cell_timeout, output_cap=output_cap, cells=labels, events_var=EVENTS_VAR))
     nb.cells.insert(0, cell)
     for c in nb.cells:  # stale outputs are not graded and only cost memory
         if c.cell_type == "code":
@@ -222,6 +282,39 @@ def _limited_copy(sub: Submission, dest: Path, chapter: str, cell_timeout: float
     path = dest / f"{chapter}.ipynb"
     nbformat.write(nb, path)
     return path
+
+
+def read_events(path: Path) -> list[dict]:
+    """The records the limits cell wrote (start, end, interrupted), oldest first."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut by the kernel's death
+    return out
+
+
+def interrupted_cells(events: list[dict]) -> list[tuple[str, float]]:
+    """(cell, seconds) of each cell stopped by the per-cell limit, once per cell."""
+    seen: dict[str, float] = {}
+    for e in events:
+        if e.get("event") == "interrupted" and e.get("cell") not in seen:
+            seen[e["cell"]] = float(e.get("seconds", 0.0))
+    return list(seen.items())
+
+
+def running_cell(events: list[dict]) -> str | None:
+    """The cell that started last and never ended (where the kernel died), or None."""
+    current = None
+    for e in events:
+        if e.get("event") == "start":
+            current = e.get("cell")
+        elif e.get("event") == "end":
+            current = None
+    return current
 
 
 def _kill_tagged(token: str) -> int:
@@ -250,17 +343,21 @@ def _kill_tagged(token: str) -> int:
     return killed
 
 
-def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
-              cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None) -> Row:
-    """Grade one submission with ``otter run`` in its own session, with limits."""
-    row = Row(sub.student, str(sub.origin), chapter)
+def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
+               cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
+               drop: frozenset = frozenset()) -> dict:
+    """One ``otter run`` of a submission in its own session, with limits; killed afterwards.
+
+    Returns ``{"results": dict | None, "log": str, "events": list, "timed_out": bool}``."""
     token = secrets.token_hex(8)
     box = work / f"run-{token}"
-    nb_path = _limited_copy(sub, box / "in", chapter, cell_timeout, output_cap)
+    nb_path = _limited_copy(sub, box / "in", chapter, cell_timeout, output_cap, drop)
     out = box / "out"
     out.mkdir()
+    events = box / "events.jsonl"
     env = dict(os.environ)
     env[TOKEN_VAR] = token
+    env[EVENTS_VAR] = str(events)
     env.pop("KRR_FULL", None)
     env["PYTHONPATH"] = ""  # the submission imports lib from the autograder's copy
     env["MPLBACKEND"] = "Agg"
@@ -275,7 +372,7 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     log = box / "otter.log"
-    start = time.perf_counter()
+    timed_out = False
     with open(log, "wb") as logf:
         proc = subprocess.Popen(
             [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
@@ -285,7 +382,7 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            row.notes = f"stopped after the total limit of {timeout:.0f} s"
+            timed_out = True
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -293,19 +390,73 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
                 pass
             proc.wait()
             _kill_tagged(token)
-    row.seconds = time.perf_counter() - start
     results = out / "results.json"
-    if not results.is_file():
-        tail = log.read_bytes()[-600:].decode(errors="replace")
-        row.status = "error"
-        row.notes = (row.notes or "otter run gave no result") + f"; last output: {tail!r}"
-        return row
-    _fill_from_results(row, json.loads(results.read_text()))
+    return {"results": json.loads(results.read_text()) if results.is_file() else None,
+            "log": log.read_bytes()[-4000:].decode(errors="replace"),
+            "events": read_events(events), "timed_out": timed_out}
+
+
+def kernel_died(log: str) -> bool:
+    """Whether otter's output says the notebook's kernel died (nbclient's DeadKernelError)."""
+    return "DeadKernelError" in log or "Kernel died" in log
+
+
+def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
+              cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None) -> Row:
+    """Grade one submission with ``otter run`` in its own session, with limits.
+
+    A cell stopped by the per-cell limit is named in the notes (with its time). When the kernel
+    dies, the cell it died in is replaced by a comment and the submission is run once more:
+    the status is ``kernel died`` and the other cells' answers keep their points."""
+    row = Row(sub.student, str(sub.origin), chapter)
+    opts = dict(timeout=timeout, cell_timeout=cell_timeout, memory=memory,
+                output_cap=output_cap, cache_dir=cache_dir)
+    start = time.perf_counter()
+    run = _otter_run(sub, chapter, autograder, work, **opts)
+    notes = []
+    if run["results"] is None and not run["timed_out"] and kernel_died(run["log"]):
+        dead = running_cell(run["events"]) or "an unknown cell"
+        row.status = "kernel died"
+        notes.append(f"the kernel died while {dead} ran")
+        if dead != "an unknown cell":
+            again = _otter_run(sub, chapter, autograder, work, drop=frozenset({dead}), **opts)
+            if again["results"] is not None:
+                notes.append("graded again without that cell: the other cells' answers count")
+            else:
+                notes.append("graded again without that cell, which gave no result either")
+            run = {**again, "events": run["events"] + again["events"]}
+    for cell, seconds in interrupted_cells(run["events"]):
+        notes.append(f"{cell} was interrupted by the per-cell limit after {seconds:g} s "
+                     f"(limit {cell_timeout:g} s); the next cells ran")
+    if run["timed_out"]:
+        notes.append(f"stopped after the total limit of {timeout:.0f} s")
+    row.seconds = time.perf_counter() - start
+    if run["results"] is None:
+        if row.status == "graded":
+            row.status = "error"
+        tail = run["log"][-600:]
+        notes.append(f"otter run gave no result; last output: {tail!r}")
+    else:
+        _fill_from_results(row, run["results"])
+    row.notes = "; ".join(notes)
     return row
 
 
+def _hint(output: str) -> str:
+    """The message of a failed test, without its code: the last ``AssertionError: ...`` line of
+    otter's output (the hidden tests' code holds their keys and forbidden lists)."""
+    found = re.findall(r"AssertionError: (.+)", output)
+    if found:
+        return found[-1].strip()[:500]
+    found = re.findall(r"^\w*(?:Error|Exception|Interrupt|Limit): (.+)$", output, re.M)
+    if found:
+        return found[-1].strip()[:500]
+    return "the test failed (no message)"
+
+
 def _fill_from_results(row: Row, data: dict) -> None:
-    """Per-question points from otter's (Gradescope-format) results.json."""
+    """Per-question points from otter's (Gradescope-format) results.json, and per test a pass or
+    fail line with its hint; the tests' code (in otter's output) is never kept."""
     for test in data.get("tests", []):
         name = str(test.get("name", ""))
         q = re.sub(r"\s*\((Public|Hidden).*$", "", name).split(" - ")[0].strip()
@@ -315,9 +466,18 @@ def _fill_from_results(row: Row, data: dict) -> None:
         possible = float(test.get("max_score") or 0.0)
         old = row.scores.get(q, (0.0, 0.0))
         row.scores[q] = (old[0] + score, old[1] + possible)
-        text = str(test.get("output") or "").strip()
-        if text:
-            row.messages[q] = (row.messages.get(q, "") + "\n" + text).strip()
+        row.messages.setdefault(q, []).extend(_test_lines(name, q, test, score, possible))
+
+
+def _test_lines(name: str, q: str, test: dict, score: float, possible: float) -> list[str]:
+    """Feedback lines of one otter results entry: ``passed``/``failed: <hint>`` per test."""
+    output = str(test.get("output") or "")
+    kind = "hidden" if "Hidden" in name or test.get("visibility") == "hidden" else \
+        "public" if "Public" in name else "tests"
+    failed = (score < possible) or bool(re.search(r"❌|failed|Error", output))
+    if not failed:
+        return [f"- {kind} ({score:g} / {possible:g}): passed"]
+    return [f"- {kind} ({score:g} / {possible:g}): failed: {_hint(output)}"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,35 +545,89 @@ def find_autograder(chapter: str) -> Path:
     return found[-1]
 
 
-def write_outputs(rows: list[Row], out: Path, questions: list[str]) -> Path:
+def write_outputs(rows: list[Row], out: Path, questions: list[str],
+                  possible: dict[str, float] | None = None) -> Path:
+    """``grades.csv`` and ``feedback/<student>.md``. ``possible`` (question -> points of the
+    chapter) is the denominator of the rows that were not graded (unreadable, wrong chapter,
+    no result): their total is 0 out of the chapter's full points, not "0 / 0"."""
+    possible = possible or {}
+    full = sum(possible.values())
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "grades.csv"
+
+    def denominator(r):
+        return sum(p for _, p in r.scores.values()) if r.scores else full
+
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "file", "chapter", "status", "total", "possible", *questions,
                     "notes"])
         for r in rows:
-            possible = sum(p for _, p in r.scores.values()) if r.scores else ""
             w.writerow([r.student, r.file, r.chapter, r.status, r.total if r.scores else 0,
-                        possible, *[r.scores.get(q, (0.0, 0.0))[0] for q in questions],
-                        r.notes])
+                        f"{denominator(r):g}", *[f"{r.scores.get(q, (0.0, 0.0))[0]:g}"
+                                                for q in questions], r.notes])
     fb = out / "feedback"
     fb.mkdir(exist_ok=True)
     for r in rows:
         lines = [f"# Feedback: {r.student} ({r.chapter})", "",
-                 f"Status: {r.status}. Points: {r.total if r.scores else 0}"
-                 + (f" / {sum(p for _, p in r.scores.values())}" if r.scores else ""), ""]
+                 f"Status: {r.status}. Points: {r.total if r.scores else 0:g} / "
+                 f"{denominator(r):g}", ""]
+        if r.status.startswith(("unreadable", "wrong chapter")):
+            lines += ["This file was not graded: every question counts 0 points. "
+                      + ("Hand in the notebook of this chapter." if r.status.startswith("wrong")
+                         else "Hand in the notebook itself (an .ipynb file that opens in "
+                              "Jupyter) or the zip its last cell makes."), ""]
         if r.notes:
             lines += [f"Notes: {r.notes}", ""]
         for q in questions:
-            s, p = r.scores.get(q, (0.0, 0.0))
+            s, p = r.scores.get(q, (0.0, possible.get(q, 0.0)))
             lines.append(f"## {q}: {s:g} / {p:g}")
-            msg = r.messages.get(q, "")
-            if msg:
-                lines += ["", "```", msg[:3000], "```"]
+            tests = r.messages.get(q) or []
+            if tests:
+                lines += [""] + list(tests)
+            elif r.status == "graded":
+                lines += ["", "- no test result for this question"]
             lines.append("")
         (fb / f"{r.student}.md").write_text("\n".join(lines))
     return csv_path
+
+
+def autograder_points(autograder: Path) -> dict[str, float]:
+    """Points of each autograded question of an autograder zip, read from otter's
+    exception-format test files (``tests/<question>.py``): the module's ``points = N`` when
+    there is one, else the sum of its ``@test_case(points=...)``."""
+    points: dict[str, float] = {}
+    with zipfile.ZipFile(autograder) as z:
+        for n in z.namelist():
+            if not (n.startswith("tests/") and n.endswith(".py")):
+                continue
+            text = z.read(n).decode(errors="replace")
+            total = re.search(r"^points\s*=\s*([0-9.]+)\s*$", text, re.M)  # the question's
+            cases = re.findall(r"test_case\(\s*points\s*=\s*([0-9.]+)", text)
+            points[Path(n).stem] = float(total.group(1)) if total else sum(map(float, cases))
+    return points
+
+
+def local_autograder(autograder: Path, work: Path) -> Path:
+    """A copy of the autograder zip for grading here: no PDF of the manual questions (it needs
+    LaTeX, and the manual questions are graded on Gradescope or by reading the notebooks) and
+    no Gradescope token, so grading here never uploads anything."""
+    with zipfile.ZipFile(autograder) as z:
+        names = z.namelist()
+        if "otter_config.json" not in names:
+            return autograder
+        config = json.loads(z.read("otter_config.json"))
+        if not (config.get("pdf") or config.get("token")):
+            return autograder
+        for key in ("pdf", "token", "course_id", "assignment_id"):
+            config.pop(key, None)
+        copy = work / f"local-{autograder.name}"
+        with zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as out:
+            for info in z.infolist():
+                data = (json.dumps(config, indent=2).encode() if info.filename ==
+                        "otter_config.json" else z.read(info))
+                out.writestr(info, data)
+    return copy
 
 
 def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grades",
@@ -440,16 +654,17 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
                 raise GradeError("no submission names its chapter: pass CHAPTER=<chapter>")
             chapter = max(set(named), key=named.count)
         ag = Path(autograder) if autograder else find_autograder(chapter)
-        with zipfile.ZipFile(ag) as z:
-            questions = sorted({Path(n).stem for n in z.namelist()
-                                if n.startswith("tests/") and n.endswith(".py")})
+        points = autograder_points(ag)
+        ag = local_autograder(ag, work)
+        questions = sorted(points)
         rows: list[Row] = []
         todo: list[Submission] = []
         for s in subs:
             if s.error:
-                rows.append(Row(s.student, str(s.origin), chapter, "unreadable", notes=s.error))
+                rows.append(Row(s.student, str(s.origin), chapter, f"unreadable: {s.error}"))
             elif s.chapter and s.chapter != chapter:
-                rows.append(Row(s.student, str(s.origin), chapter, "wrong chapter",
+                rows.append(Row(s.student, str(s.origin), chapter,
+                                f"wrong chapter: {s.chapter}",
                                 notes=f"this is the notebook of chapter {s.chapter!r}, not "
                                       f"{chapter!r}: not graded (grade it with CHAPTER="
                                       f"{s.chapter})"))
@@ -475,7 +690,7 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
             with ThreadPoolExecutor(max(1, jobs)) as pool:
                 rows += list(pool.map(one, todo))
         rows.sort(key=lambda r: r.student)
-        return rows, write_outputs(rows, out, questions)
+        return rows, write_outputs(rows, out, questions, points)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

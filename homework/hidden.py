@@ -62,6 +62,42 @@ def fresh_checks():
     return checks
 
 
+def is_stub(answer) -> bool:
+    """Whether ``answer`` is still the handed-out stub: ``...`` or ``None``, or a function whose
+    body (after its docstring) is only ``...``, ``pass`` or ``raise NotImplementedError``.
+
+    A function whose source cannot be read (a lambda typed elsewhere, a builtin) is not a stub.
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    if answer is ... or answer is None:
+        return True
+    if not callable(answer):
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
+        fn = tree.body[0]
+        body = list(fn.body)
+    except (OSError, TypeError, SyntaxError, IndexError, AttributeError):
+        return False
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0].value, "value",
+                                                                     None), str):
+        body = body[1:]  # the docstring
+    if len(body) != 1:
+        return False
+    (stmt,) = body
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return stmt.value.value is Ellipsis
+    if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+        exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
 @contextlib.contextmanager
 def _forbidden(names):
     """Make ``module:attr`` entries raise while the answer runs (the student's modules)."""
@@ -94,9 +130,10 @@ def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None
     notebook's globals ``env``) with inputs drawn from ``jax.random.key(seed)``.
 
     Raises:
-        AssertionError: with the checker's hint when the answer fails, "not attempted" for a
-            stub, and "the answer calls a library function the exercise forbids" when
-            ``forbid`` entries were used.
+        AssertionError: with the checker's hint when the answer fails, "not attempted" when the
+            answer is still the stub's value (``None``, ``...``, a body ``...``, ``pass`` or
+            ``raise NotImplementedError``: :func:`is_stub`), and "the answer calls a library
+            function the exercise forbids" when ``forbid`` entries were used.
     """
     import jax
 
@@ -109,8 +146,8 @@ def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None
     checks = fresh_checks()
     if exercise not in checks._REGISTRY:
         raise AssertionError(f"no checker for {exercise}")
-    if answer is ... or answer is None:
-        raise AssertionError("not attempted")
+    if is_stub(answer):  # the blank notebook's answer: say so, not "has shape ()"
+        raise AssertionError("not attempted: replace the ... of the answer cell by your answer")
     checker = checks._REGISTRY[exercise]
     if forbid and callable(answer):
         import functools
@@ -125,7 +162,8 @@ def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None
     try:
         checker(answer, jax.random.key(seed))
     except NotImplementedError:
-        raise AssertionError("not attempted") from None
+        raise AssertionError("not attempted: replace the ... of the answer cell by your "
+                             "answer") from None
     except checks.CheckFailed as err:
         raise AssertionError(f"fails: {err}") from None
     except AssertionError:

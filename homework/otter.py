@@ -47,6 +47,10 @@ FORBIDDEN = {
 
 HIDDEN_KEYS = 2  # hidden tests (fresh keys) per coding exercise, one point each
 
+NO_PDF_MESSAGE = ("The PDF of your written answers could not be made on this machine (it needs "
+                  "LaTeX and pandoc). Click the button to make the zip without it: your "
+                  "notebook holds your answers, and the grader makes the PDF from it.")
+
 
 @dataclass
 class Question:
@@ -249,9 +253,12 @@ def question_cells(q: Question, seeds: list[int]):
     return cells
 
 
-def master_notebook(chapter: str | os.PathLike, *, seed_source=None):
+def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=None):
     """The otter master notebook (nbformat v4) of a chapter; ``seed_source()`` gives the hidden
-    tests' keys (default: fresh random integers, so every ``make assign`` draws new ones)."""
+    tests' keys (default: fresh random integers, so every ``make assign`` draws new ones);
+    ``gradescope=(course_id, manual_assignment_id)`` makes the autograder upload each
+    submission's PDF of the manual questions to that Gradescope assignment (otter asks for the
+    Gradescope login when ``otter assign`` runs)."""
     import nbformat
     import yaml
 
@@ -267,11 +274,21 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None):
         "python_version": "3.11",
         "init_cell": True,
         "check_all_cell": False,
-        "export_cell": {"pdf": False, "instructions": "Run this cell to make the zip file "
-                        "you hand in (Gradescope: upload the zip or the notebook)."},
+        # Manual questions, as otter documents them for Gradescope: the export cell puts a PDF
+        # of the manual questions only (filtered) in the student's zip, and the autograder makes
+        # one from each submission (Gradescope's image gets LaTeX and pandoc for it) and, given
+        # a course and a manual-grading assignment id, uploads it there. A student whose machine
+        # cannot make the PDF (no LaTeX) acknowledges it and still gets the zip.
+        "export_cell": {"pdf": True, "filtering": True,
+                        "require_no_pdf_ack": {"message": NO_PDF_MESSAGE},
+                        "instructions": "Run this cell to make the zip file you hand in "
+                        "(Gradescope: upload the zip; it holds the notebook and, when your "
+                        "machine can make it, a PDF of your written answers)."},
         "run_tests": True,
         "autograder_files": ["homework", "lib"],
-        "generate": {"pdf": False, "zips": False, "show_stdout": True},
+        "generate": {"pdf": True, "filtering": True, "zips": False, "show_stdout": True,
+                     **({"course_id": str(gradescope[0]), "assignment_id": str(gradescope[1])}
+                        if gradescope else {})},
         "tests": {"files": True, "ok_format": False},
     }
     cells = [nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(config,
@@ -320,7 +337,7 @@ def _convert_markdown(nb, chapter: str):
 
 
 def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bool = True,
-           seed_source=None) -> dict[str, Path]:
+           seed_source=None, gradescope=None) -> dict[str, Path]:
     """Write each chapter's master notebook and run ``otter assign`` on it.
 
     Output, per chapter, under ``out`` (default ``_build/assign``): ``<chapter>/master/`` (the
@@ -342,7 +359,7 @@ def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bo
     for name in chapters:
         if every and not chapter_questions(edition.resolve_chapter(name))[2]:
             continue  # a page without exercises (e.g. this instructors page)
-        nb = master_notebook(name, seed_source=seed_source)
+        nb = master_notebook(name, seed_source=seed_source, gradescope=gradescope)
         stem = nb.metadata["homework"]["chapter"]
         try:
             _convert_markdown(nb, stem)

@@ -1,9 +1,11 @@
 """Homework on otter-grader (``homework/``): master notebooks, hidden tests, grading a folder.
 
 The fast tests (``make test``) check the master notebooks, the hidden tests' verifier against
-cheats in the same process, and the collection of submissions and its error messages. The
-end-to-end test (``make assign`` + ``make grade`` on every case of :mod:`homework.cases`, about
-10 minutes on a loaded 2-core machine) is marked ``slow`` and skipped by ``make test``; run it
+cheats in the same process, the collection of submissions and its error messages, the
+feedback (hints, never the hidden tests' code) and the limits cell in a real kernel (an
+interrupted cell, a kernel killed on purpose). The end-to-end test (``make assign`` +
+``make grade`` on every case of :mod:`homework.cases`, about 5 minutes on a loaded 2-core
+machine) is marked ``slow`` and skipped by ``make test``; run it
 with ``.venv/bin/python -m pytest tests/test_grading.py -m slow``.
 """
 
@@ -45,6 +47,33 @@ def test_master_notebook_of_setup_has_questions_points_and_fresh_hidden_keys():
     assert seeds1 != seeds2  # every make assign draws new hidden inputs
     # the chapter's discussion code (plots, prints with chapter variables) is not in the answer
     assert "theta_small" not in src1 and "print(" not in src1.split("# BEGIN QUESTION")[1]
+
+
+def test_manual_questions_are_exported_as_otter_documents_for_gradescope(tmp_path):
+    """Otter's Gradescope path for manual questions: a filtered PDF in the student's zip (with
+    an acknowledgement when the student's machine cannot make it) and a PDF made by the
+    autograder, uploaded to the manual assignment given its ids. Grading here strips both."""
+    import yaml
+
+    nb = ho.master_notebook("setup", gradescope=("12345", "67890"))
+    config = yaml.safe_load(nb.cells[0].source.split("\n", 1)[1])
+    assert config["export_cell"]["pdf"] is True and config["export_cell"]["filtering"] is True
+    assert "LaTeX" in config["export_cell"]["require_no_pdf_ack"]["message"]
+    assert config["generate"]["pdf"] is True and config["generate"]["filtering"] is True
+    assert (config["generate"]["course_id"], config["generate"]["assignment_id"]) == (
+        "12345", "67890")
+    assert "course_id" not in yaml.safe_load(
+        ho.master_notebook("setup").cells[0].source.split("\n", 1)[1])["generate"]
+    ag = tmp_path / "ag.zip"
+    with zipfile.ZipFile(ag, "w") as z:
+        z.writestr("otter_config.json", json.dumps({"pdf": True, "token": "secret",
+                                                    "course_id": "1", "assignment_id": "2",
+                                                    "filtering": True}))
+        z.writestr("tests/q.py", "points = 1\n")
+    local = hg.local_autograder(ag, tmp_path)
+    with zipfile.ZipFile(local) as z:
+        assert json.loads(z.read("otter_config.json")) == {"filtering": True}
+        assert z.read("tests/q.py") == b"points = 1\n"
 
 
 def test_solution_cell_keeps_signatures_and_marks_bodies():
@@ -177,22 +206,160 @@ def test_empty_folder_and_unreadable_inputs_exit_non_zero(tmp_path, capsys):
     assert "every input is unreadable" in err and "x.ipynb" in err and "y.zip" in err
 
 
-def test_other_chapter_and_unreadable_are_reported_in_the_csv(tmp_path):
+def _autograder(path):
+    """A stand-in autograder zip with test files written as otter 7 writes them: q1 with the
+    question's ``points = 2`` and its cases' points (0, 1, 1), q2 with its cases' only."""
+    with zipfile.ZipFile(path, "w") as z:
+        for q, total, pts in (("q1", "points = 2\n", (0, 1, 1)), ("q2", "", (2,))):
+            z.writestr(f"tests/{q}.py", f"OK_FORMAT = False\n\nname = {q!r}\n{total}\n" + "".join(
+                f"@test_case(points={p}, hidden=False)\ndef t{i}(env): pass\n"
+                for i, p in enumerate(pts)))
+    return path
+
+
+def test_other_chapter_and_unreadable_are_reported_with_the_chapter_total(tmp_path):
     folder = tmp_path / "subs"
     folder.mkdir()
     (folder / "lost.ipynb").write_text(json.dumps(_nb("lazy_training")))
     (folder / "garbage.ipynb").write_text("{")
-    ag = tmp_path / "ag.zip"
-    with zipfile.ZipFile(ag, "w") as z:
-        z.writestr("tests/q1.py", "")
+    ag = _autograder(tmp_path / "ag.zip")
+    assert hg.autograder_points(ag) == {"q1": 2.0, "q2": 2.0}
     rows, csv_path = hg.grade(folder, chapter="setup", out=tmp_path / "g", autograder=ag,
                               docker="no")
     status = {r.student: (r.status, r.notes) for r in rows}
-    assert status["lost"][0] == "wrong chapter" and "'lazy_training'" in status["lost"][1]
-    assert status["garbage"][0] == "unreadable"
-    text = csv_path.read_text()
-    assert text.splitlines()[0].startswith("student,file,chapter,status,total,possible,q1")
-    assert (tmp_path / "g" / "feedback" / "lost.md").is_file()
+    assert status["lost"][0] == "wrong chapter: lazy_training"
+    assert "'lazy_training'" in status["lost"][1]
+    assert status["garbage"][0].startswith("unreadable: not a notebook (NotJSONError")
+    import csv
+
+    with open(csv_path) as f:
+        recs = {r["student"]: r for r in csv.DictReader(f)}
+    assert list(recs["lost"])[:8] == ["student", "file", "chapter", "status", "total",
+                                      "possible", "q1", "q2"]
+    for student in ("lost", "garbage"):  # 0 out of the chapter's 4 points, not "0 / 0"
+        assert (recs[student]["total"], recs[student]["possible"]) == ("0", "4")
+        text = (tmp_path / "g" / "feedback" / f"{student}.md").read_text()
+        assert "Points: 0 / 4" in text and "was not graded" in text
+        assert recs[student]["status"] in text
+    assert "## q2: 0 / 2" in (tmp_path / "g" / "feedback" / "lost.md").read_text()
+
+
+# What otter 7 writes in results.json for a question whose hidden tests failed: the output
+# holds the test's code (keys, forbidden functions) in the traceback.
+_OTTER_OUTPUT = """q - 2 result:
+    ❌ Test case failed
+    Error at line 3 in test q:
+          verify('setup/ntk-linear-two-layer', env, 'ntk_linear_two_layer', seed=1234567,
+                 forbid=['lib:empirical_ntk', 'jax:jacrev'])
+    AssertionError: fails: this exercise asks you to compute it yourself
+"""
+
+
+def test_feedback_shows_points_pass_fail_and_hints_never_the_hidden_tests(tmp_path):
+    row = hg.Row("ann", "ann.ipynb", "setup")
+    hg._fill_from_results(row, {"tests": [
+        {"name": "q - Public Tests", "score": 0, "max_score": 0, "output": "q results: All "
+         "test cases passed!", "visibility": "visible"},
+        {"name": "q - Hidden Tests", "score": 1, "max_score": 3, "output": _OTTER_OUTPUT,
+         "visibility": "hidden"},
+        {"name": "r - Hidden Tests", "score": 2, "max_score": 2, "output": "r results: All "
+         "test cases passed!\n   verify('x', env, 'r', seed=7654321)", "visibility": "hidden"},
+    ]})
+    assert row.scores == {"q": (1.0, 3.0), "r": (2.0, 2.0)}
+    hg.write_outputs([row], tmp_path, ["q", "r"], {"q": 3.0, "r": 2.0})
+    text = (tmp_path / "feedback" / "ann.md").read_text()
+    assert "## q: 1 / 3" in text and "## r: 2 / 2" in text
+    assert "- public (0 / 0): passed" in text
+    assert "- hidden (1 / 3): failed: fails: this exercise asks you to compute it yourself" in text
+    assert "- hidden (2 / 2): passed" in text
+    for secret in ("verify(", "seed=", "1234567", "7654321", "forbid", "jax:jacrev",
+                   "lib:empirical_ntk"):
+        assert secret not in text, secret
+
+
+def test_blank_answers_are_not_attempted_and_a_missing_return_is_not(tmp_path):
+    code = tmp_path / "answers.py"
+    code.write_text("def dots(U, v, x1, x2):\n    ...\n\n"
+                    "def passes(U, v, x1, x2):\n    \"\"\"Doc.\"\"\"\n    pass\n\n"
+                    "def todo(U, v, x1, x2):\n    raise NotImplementedError\n\n"
+                    "def no_return(U, v, x1, x2):\n    x1 @ x2.T\n")
+    env: dict = {}
+    exec(compile(code.read_text(), str(code), "exec"), env)
+    for name in ("dots", "passes", "todo"):
+        assert hidden.is_stub(env[name])
+        with pytest.raises(AssertionError, match="not attempted"):
+            hidden.verify("setup/ntk-linear-two-layer", env, name, seed=11)
+    assert hidden.is_stub(None) and hidden.is_stub(...)
+    assert not hidden.is_stub(env["no_return"]) and not hidden.is_stub(_ntk)
+    with pytest.raises(AssertionError) as err:
+        hidden.verify("setup/ntk-linear-two-layer", env, "no_return", seed=11)
+    assert "not attempted" not in str(err.value)
+
+
+def _run_with_limits(tmp_path, cells, cell_timeout=2.0):
+    """Run ``cells`` after the grader's limits cell in a fresh kernel (nbclient, no otter);
+    returns (the error nbclient raised or None, the events the limits cell logged)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    sub = hg.Submission("x", tmp_path / "x.ipynb", tmp_path / "x.ipynb", nb=nb)
+    path = hg._limited_copy(sub, tmp_path / "in", "setup", cell_timeout, 10**6)
+    events = tmp_path / "events.jsonl"
+    os.environ[hg.EVENTS_VAR] = str(events)
+    try:
+        run = nbformat.read(path, as_version=4)
+        client = NotebookClient(run, timeout=60, kernel_name="python3",
+                                allow_errors=True, resources={"metadata": {"path": tmp_path}})
+        try:
+            client.execute()
+            error = None
+        except Exception as exc:  # noqa: BLE001 (DeadKernelError is what we look for)
+            error = exc
+    finally:
+        del os.environ[hg.EVENTS_VAR]
+    return error, hg.read_events(events)
+
+
+def test_a_runaway_cell_is_interrupted_and_named_with_its_time(tmp_path):
+    error, events = _run_with_limits(tmp_path, [
+        "x = 1",
+        "while True:\n    try:\n        sum(range(10**5))\n    except KeyboardInterrupt:\n"
+        "        pass",
+        "y = x + 1"])
+    assert error is None
+    stopped = hg.interrupted_cells(events)
+    assert len(stopped) == 1
+    cell, seconds = stopped[0]
+    assert cell == "code cell 2 (`while True:`)"
+    assert 2.0 <= seconds < 30.0
+    # the cell after it ran and ended (the kernel survived the interruption)
+    assert {"event": "end", "cell": "code cell 3 (`y = x + 1`)"} in events
+    assert hg.running_cell(events) is None
+
+
+def test_an_interruption_does_not_kill_a_kernel_whose_hooks_are_slow(tmp_path):
+    """The flaky "DeadKernelError: Kernel died" of the runaway case: the per-cell alarm repeats
+    every 0.5 s until IPython's post_run_cell hook stops it; when the work IPython does after
+    the interruption (post_execute hooks such as matplotlib's, the traceback) takes longer, as
+    under load, the next alarm was raised in IPython's code and killed the kernel (5 deaths in
+    5 runs with the limits cell before the fix). The alarm now raises only inside the cell."""
+    error, events = _run_with_limits(tmp_path, [
+        "import functools, time\n"
+        "get_ipython().events.register('post_execute', functools.partial(time.sleep, 1.5))",
+        "while True:\n    try:\n        sum(range(10**5))\n    except KeyboardInterrupt:\n"
+        "        pass",
+        "y = 2"], cell_timeout=1.0)
+    assert error is None, error
+    assert [c for c, _ in hg.interrupted_cells(events)] == ["code cell 2 (`while True:`)"]
+    assert {"event": "end", "cell": "code cell 3 (`y = 2`)"} in events
+
+
+def test_a_kernel_death_names_the_cell_it_died_in(tmp_path):
+    error, events = _run_with_limits(tmp_path, [
+        "x = 1", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "y = 2"])
+    assert error is not None and hg.kernel_died(f"{type(error).__name__}: {error}")
+    assert hg.running_cell(events) == "code cell 2 (`import os, signal`)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,16 +374,31 @@ def test_assign_and_grade_every_case(tmp_path):
     dist = ho.assign(["setup"], tmp_path / "assign", run_tests=False)["setup"]
     expected = write_cases(dist, tmp_path / "subs")
     ag = next((dist / "autograder").glob("*.zip"))
+    master = next((dist.parent / "master").glob("*.ipynb")).read_text()
+    hidden_seeds = sorted(set(__import__("re").findall(r"env, '[^']*', seed=(\d+)", master)))
+    assert len(hidden_seeds) == 3 * ho.HIDDEN_KEYS
+    hidden_seeds = [k for k in hidden_seeds if len(k) >= 5]  # a short one could occur by chance
     rows, csv_path = hg.grade(tmp_path / "subs", out=tmp_path / "grades", autograder=ag,
                               docker="no", jobs=2, cell_timeout=20, timeout=400)
     got = {r.student: r for r in rows}
     assert sorted(got) == sorted(expected)
     for student, want in expected.items():
         row = got[student]
-        assert row.status == want["status"], (student, row.status, row.notes)
+        assert row.status.startswith(want["status"]), (student, row.status, row.notes)
         for q, points in want["points"].items():
             assert row.scores.get(q, (0.0, 0.0))[0] == points, (student, q, row.scores)
-        assert (tmp_path / "grades" / "feedback" / f"{student}.md").is_file()
+        text = (tmp_path / "grades" / "feedback" / f"{student}.md").read_text()
+        # points, pass/fail lines and hints; never the hidden tests' code, keys or forbidden list
+        for secret in ("verify(", "seed=", "forbid", "homework.hidden", *hidden_seeds):
+            assert secret not in text, (student, secret)
+        assert f"Points: {row.total if row.scores else 0:g} / 8" in text, (student, text[:300])
+    assert "failed: not attempted" in (tmp_path / "grades" / "feedback" / "blank.md").read_text()
+    assert "has shape ()" not in (tmp_path / "grades" / "feedback" / "blank.md").read_text()
+    runaway = got["runaway"].notes
+    assert "was interrupted by the per-cell limit after" in runaway and "`while True:`" in runaway
+    assert "`while True:`" in (tmp_path / "grades" / "feedback" / "runaway.md").read_text()
+    assert "the kernel died while code cell" in got["kernel_killer"].notes
+    assert "kernel died" in (tmp_path / "grades" / "feedback" / "kernel_killer.md").read_text()
     # nothing left running: the child that left the process group was killed too
     leftovers = []
     for d in Path("/proc").iterdir():
