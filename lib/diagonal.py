@@ -87,8 +87,13 @@ _SERIES_TERMS = 10
 # ----------------------------------------------------------------------------------------------
 
 
+MAX_DEPTH = 10**6
+"""Largest depth accepted (far beyond any use; Python ints such as ``10**400`` would otherwise
+overflow in ``D / (D - 2)``)."""
+
+
 def _check_depth(depth):
-    return _validate.integer("depth", depth, minimum=2)
+    return _validate.integer("depth", depth, minimum=2, maximum=MAX_DEPTH)
 
 
 def _exponent(depth):
@@ -132,7 +137,7 @@ def h_D(z, depth=2):
         float64 JAX array of the shape of ``z``, odd in ``z``.
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``z`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``z`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype, so also
             under ``jax.jit``).
 
@@ -181,7 +186,7 @@ def H_D(z, depth=2):
         float64 JAX array of the shape of ``z``, :math:`\ge 0` on the domain.
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``z`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``z`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype, so also
             under ``jax.jit``).
 
@@ -272,7 +277,7 @@ def h_D_inverse(u, depth=2):
         (:math:`|z| < 1` for :math:`D \ge 3` and finite ``u``).
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``u`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``u`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype).
 
     Example:
@@ -318,7 +323,7 @@ def q_D(u, depth=2):
         float64 JAX array of the shape of ``u``, :math:`\ge 0` and even in ``u``.
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``u`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``u`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype).
 
     Example:
@@ -386,7 +391,10 @@ def Q(beta, alpha, depth=2):
         A float64 scalar :math:`\ge 0`.
 
     Raises:
-        ValueError: ``beta`` not a finite vector, ``alpha <= 0`` or not finite, ``depth < 2``.
+        ValueError: ``beta`` not a finite vector, ``alpha <= 0`` or not finite, ``depth`` not an
+            integer in ``[2, MAX_DEPTH]``, ``alpha**depth`` overflowing or below the smallest
+            normal float64 (subnormal: flushed to zero by XLA), ``beta / alpha**depth``
+            overflowing.
 
     Example:
         >>> round(float(Q([2.0, 0.0], alpha=1.0)), 12)  # q(2) + q(0)
@@ -395,9 +403,7 @@ def Q(beta, alpha, depth=2):
     depth = _check_depth(depth)
     beta = _validate.as_array("beta", beta, ndim=1)
     alpha = _validate.positive("alpha", alpha)
-    scale = float(np.float64(alpha) ** depth) if np.log(alpha) * depth < 709 else np.inf
-    if not np.isfinite(scale) or scale == 0:
-        raise ValueError(f"alpha**depth = {scale} is outside float64 range")
+    scale = _validate.power("alpha", alpha, depth)
     with np.errstate(over="ignore"):
         ratio = _validate.max_abs(beta) / scale
     if not np.isfinite(ratio) or ratio > 1e300:
@@ -432,8 +438,8 @@ def dual_objective(nu, X, y, alpha, depth=2):
     Raises:
         ValueError: ``nu``, ``X`` or ``y`` not real numeric, non-finite, or of the wrong
             rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``alpha`` not a
-            finite number > 0, or ``alpha**depth`` outside the float64 range; ``depth`` not
-            an integer ``>= 2``.
+            finite number > 0, or ``alpha**depth`` outside the normal float64 range (overflow
+            or subnormal); ``depth`` not an integer in ``[2, MAX_DEPTH]``.
 
     Example:
         >>> import numpy as np
@@ -445,10 +451,7 @@ def dual_objective(nu, X, y, alpha, depth=2):
     nu = _validate.as_array("nu", nu, shape=(X.shape[0],))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     alpha = _validate.positive("alpha", alpha)
-    with np.errstate(over="ignore", under="ignore"):
-        scale = float(np.float64(alpha) ** depth)
-    if not np.isfinite(scale) or scale == 0:
-        raise ValueError(f"alpha**depth = {scale} is outside float64 range")
+    scale = _validate.power("alpha", alpha, depth)
     z = X.T @ nu
     H = H_D(z, depth)
     if depth > 2:

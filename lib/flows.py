@@ -238,7 +238,8 @@ def _check_snapshots(snapshots, num_steps):
     if snapshots is None:
         return snapshot_steps(num_steps)
     if isinstance(snapshots, int | np.integer) and not isinstance(snapshots, bool):
-        return snapshot_steps(num_steps, _validate.integer("snapshots", snapshots, minimum=1))
+        return snapshot_steps(num_steps, _validate.size("snapshots", snapshots, minimum=1,
+                                                        maximum=10**7))
     steps = np.asarray(snapshots)
     if steps.ndim != 1 or steps.size == 0 or not np.issubdtype(steps.dtype, np.integer):
         raise ValueError("snapshots must be an int or a non-empty 1-D array of step indices")

@@ -127,8 +127,15 @@ def _smoothed_margin_scaled(zn, beta):
             var = np.mean((ds - mean_d[..., None]) ** 2, axis=-1)
             # F = s (m_s + mean_s) - (beta s) s var_s / 2
             return s * (ms + mean_d) - ((0.5 * bs) * var) * s
-        mean = np.mean(np.expm1(-bs * ds), axis=-1)
-        return s * (ms - np.log1p(mean) / bs)
+        if np.isfinite(bs):
+            mean = np.mean(np.expm1(-bs * ds), axis=-1)
+            return s * (ms - np.log1p(mean) / bs)
+        # beta s overflows (e.g. margins near 1e308 with beta = 2; beta s * 0 would be NaN):
+        # the unscaled formula, where an overflowing z_i - m or beta (z_i - m) is +inf and
+        # expm1(-inf) = -1 is exact; log1p(mean) is in [-log n, 0], so / beta is safe
+        m = zn.min(axis=-1, keepdims=True)
+        mean = np.mean(np.expm1(-beta * (zn - m)), axis=-1)
+        return m[..., 0] - np.log1p(mean) / beta
 
 
 def f1_path_norm(params, output_scale: float = 1.0):
@@ -502,7 +509,10 @@ def compress_radius(points):
         points: ``(..., d)`` float array (the last axis holds coordinates).
 
     Returns:
-        An array of the same shape with every row of norm < 1.
+        An array of the same shape with every row of norm at most 1: below 1 for
+        :math:`\|p\| \lesssim 18` and equal to 1 to rounding beyond (``tanh`` of a radius
+        above ~19.1 rounds to 1.0 in float64, so those points land on the unit sphere, the
+        directions at infinity).
 
     Raises:
         ValueError: ``points`` not a finite real array (None, strings, complex, bool, NaN or

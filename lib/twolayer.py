@@ -63,8 +63,8 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
         True
     """
     key = _validate.prng_key("key", key)
-    d = _validate.integer("d", d, minimum=1)
-    width = _validate.integer("width", width, minimum=1)
+    d = _validate.integer("d", d, minimum=1, maximum=MAX_ENTRIES)
+    width = _validate.integer("width", width, minimum=1, maximum=MAX_ENTRIES)
     kappa = _validate.positive("kappa", kappa)
     scale = _validate.positive("scale", scale)
     symmetric = _validate.boolean("symmetric", symmetric)
@@ -119,7 +119,9 @@ def two_layer(params, x, output_scale: float = 1.0):
             non-scalar or non-positive ``output_scale``; and, when the inputs are concrete (not
             traced by ``jax.jit``/``grad``/``vmap``), NaN or inf in the inputs (checked before
             computing) or an output beyond float64's range (an intermediate product that
-            overflows while the output is finite is recomputed in scaled form).
+            overflows while the output is finite is recomputed in scaled form, and so is an
+            output below 1e-290 in magnitude, which XLA's flushing of subnormal inputs,
+            weights or ``output_scale`` would turn into 0).
 
     Example:
         >>> import jax.numpy as jnp
@@ -190,8 +192,19 @@ def _finite_output(out, inputs, scaled=None):
     """Return a concrete result if finite; else recompute it in scaled form (an intermediate
     such as a_j (b_j^T x)_+ may overflow while the output s/m sum_j ... is finite) and raise
     only when the output itself is beyond float64's range, naming the cause."""
-    if isinstance(out, jax.core.Tracer) or np.isfinite(np.asarray(out)).all():
+    if isinstance(out, jax.core.Tracer):
         return out
+    if np.isfinite(np.asarray(out)).all():
+        small = np.abs(np.asarray(out)) < _SMALL
+        if not small.any() or scaled is None or any(isinstance(v, jax.core.Tracer)
+                                                    for v in inputs):
+            return out
+        # an output near or below the smallest normal float64 (or 0): XLA on CPU flushes
+        # subnormal inputs, weights and intermediate products to zero, so a true value such
+        # as 6.7e-302 came out 0; those entries are recomputed in scaled form (numpy), the
+        # others are kept bit-for-bit
+        again = np.asarray(scaled())
+        return jnp.asarray(np.where(small, again, np.asarray(out)))
     names = ("params['a']", "params['B']", "the input")
     for name, v in zip(names, inputs, strict=True):
         if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
@@ -208,10 +221,19 @@ def _scaled_output(a, B, X, s):
     """s/m relu(X B^T) a computed on a / max|a|, B / max|B|, X / max|X| (the network is
     1-homogeneous in each), the scales multiplied back at the end (numpy)."""
     a, B, X = (np.asarray(v, dtype=np.float64) for v in (a, B, X))
-    sa, sb, sx = (max(_validate.max_abs(v), 1e-300) for v in (a, B, X))
+    sa, sb, sx = (_validate.pow2_scale(v) for v in (a, B, X))  # exact divisions
     unit = np.maximum((X / sx) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
+    # all scales as one power of two applied last (a single rounding, even for a subnormal
+    # output_scale or result)
+    mant, exp = np.frexp(float(s))
+    exp = int(exp) + sum(int(np.frexp(v)[1]) - 1 for v in (sa, sb, sx))
     with np.errstate(over="ignore", under="ignore"):
-        return (((unit * float(s)) * sa) * sb) * sx
+        return np.ldexp(unit * mant, exp)
+
+
+_SMALL = 1e-290
+"""Outputs below this in magnitude (including 0) are recomputed in scaled form when the inputs
+are concrete: below ~2.2e-308 XLA flushes subnormal numbers to zero."""
 
 
 def _unpack(params):
