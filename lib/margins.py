@@ -252,6 +252,10 @@ class KernelMaxMargin(NamedTuple):
     margin: float
 
 
+_KERNEL_MARGIN_TOL = 1e-6
+"""Relative tolerance of :func:`kernel_max_margin`'s check in the original coordinates of K."""
+
+
 def kernel_max_margin(K, y) -> KernelMaxMargin:
     r"""Hard-margin kernel SVM: :math:`\min \|h\|_K` s.t. :math:`y_i h(x_i) \ge 1`.
 
@@ -275,7 +279,12 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
         ValueError: ``K`` not a finite real non-empty square matrix, zero, not symmetric or
             with a negative eigenvalue below ``-1e-8 * max|K|``; labels not in {-1, +1};
             data not separable in the RKHS; a norm outside float64's range. Eigenvalues
-            below ``n eps max(eig K)`` (rounding level) are treated as 0.
+            below ``n eps max(eig K)`` (rounding level) are treated as 0. The solution is
+            verified in the original coordinates of ``K``: a margin constraint
+            :math:`y_i (Kc)_i \ge 1` violated, or :math:`c^\top K c` differing from the
+            solver's squared norm, by more than ``1e-6`` relative (a near-singular ``K``
+            whose margin float64 does not determine to that accuracy) raises a
+            ``ValueError`` naming ``K`` with both residuals.
         RuntimeError: the solver stopped without reaching optimality, or its answer does
             not verify (margin constraints, KKT stationarity, duality gap; ill-conditioned
             K are solved in whitened form first, see :func:`lib.convex.max_margin`).
@@ -317,6 +326,21 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
                          "i)") from err
     # h = L w on the data = (K/scale) c with c = V diag(1/sqrt(lambda)) w; ||h||_{K/scale} = |w|.
     c_scaled = evecs[:, keep] @ (wv / np.sqrt(evals[keep]))
+    # verified in the original coordinates of K (not only in the eigenbasis, where a near-
+    # singular K hides its error): h = (K / scale) c must meet every margin constraint and
+    # have ||h||^2 = c^T (K / scale) c = |w|^2, both to _KERNEL_MARGIN_TOL relative
+    Ks = Kn / scale
+    worst = 1.0 - float(np.min(yn * (Ks @ c_scaled)))
+    q = float(c_scaled @ Ks @ c_scaled)
+    mismatch = abs(q - float(wv @ wv)) / float(wv @ wv)
+    if max(worst, mismatch) > _KERNEL_MARGIN_TOL:
+        raise ValueError(
+            f"K is too ill-conditioned for a verified max-margin solution (eigenvalues kept "
+            f"down to {float(evals[keep].min() / evals.max()):.1e} of the largest): in K's own "
+            f"coordinates the solution violates a margin constraint by {max(worst, 0.0):.2e} "
+            f"(relative) and its norm^2 differs by {mismatch:.2e} from the solver's, above the "
+            f"tolerance {_KERNEL_MARGIN_TOL:.0e}; the margin is not determined to that accuracy "
+            "by K in float64 (regularize K or use features and lib.convex.max_margin)")
     with np.errstate(over="ignore", under="ignore"):
         c = c_scaled / scale  # h = K c
         norm = float(np.linalg.norm(wv) / np.sqrt(scale))  # ||h||_K^2 = c^T K c = |w|^2/scale

@@ -63,14 +63,16 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
         True
     """
     key = _validate.prng_key("key", key)
-    d = _validate.integer("d", d, minimum=1, maximum=MAX_ENTRIES)
-    width = _validate.integer("width", width, minimum=1, maximum=MAX_ENTRIES)
+    d = _validate.integer("d", d, minimum=1)
+    width = _validate.integer("width", width, minimum=1)
     kappa = _validate.positive("kappa", kappa)
     scale = _validate.positive("scale", scale)
     symmetric = _validate.boolean("symmetric", symmetric)
     if d * width > MAX_ENTRIES:
-        raise ValueError(f"d * width = {d * width:.3g} weights exceed MAX_ENTRIES = "
-                         f"{MAX_ENTRIES:.3g} ({8 * d * width / 2**30:.3g} GiB)")
+        # Python ints of any size (10**400) are formatted as ints, not floats (OverflowError)
+        raise ValueError(f"d * width = {_validate._short(d * width)} weights exceed "
+                         f"MAX_ENTRIES = {MAX_ENTRIES} ({_validate._short(8 * d * width // 2**30)}"
+                         " GiB)")
     if symmetric and width % 2:
         raise ValueError(f"width must be even when symmetric=True, got {width}")
     try:
@@ -167,7 +169,8 @@ def two_layer_batch(params, X, output_scale: float = 1.0):
     s = _scale(output_scale)
     _finite_inputs((a, B, X))
     return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X),
-                          lambda: _scaled_output(a, B, X, s))
+                          lambda rows=None: _scaled_output(
+                              a, B, X if rows is None else np.asarray(X)[rows], s))
 
 
 def _scale(output_scale):
@@ -203,8 +206,11 @@ def _finite_output(out, inputs, scaled=None):
         # subnormal inputs, weights and intermediate products to zero, so a true value such
         # as 6.7e-302 came out 0; those entries are recomputed in scaled form (numpy), the
         # others are kept bit-for-bit
-        again = np.asarray(scaled())
-        return jnp.asarray(np.where(small, again, np.asarray(out)))
+        if np.ndim(out) == 0:
+            return jnp.asarray(np.asarray(scaled()).reshape(()))
+        fixed = np.array(out, dtype=np.float64)
+        fixed[small] = scaled(small)  # only the small rows are recomputed
+        return jnp.asarray(fixed)
     names = ("params['a']", "params['B']", "the input")
     for name, v in zip(names, inputs, strict=True):
         if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
@@ -221,12 +227,14 @@ def _scaled_output(a, B, X, s):
     """s/m relu(X B^T) a computed on a / max|a|, B / max|B|, X / max|X| (the network is
     1-homogeneous in each), the scales multiplied back at the end (numpy)."""
     a, B, X = (np.asarray(v, dtype=np.float64) for v in (a, B, X))
-    sa, sb, sx = (_validate.pow2_scale(v) for v in (a, B, X))  # exact divisions
-    unit = np.maximum((X / sx) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
+    sa, sb = (_validate.pow2_scale(v) for v in (a, B))  # exact divisions
+    mx = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    sx = np.ldexp(1.0, np.where(mx > 0, np.frexp(np.where(mx > 0, mx, 1.0))[1], 0))  # per row
+    unit = np.maximum((X / sx[:, None]) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
     # all scales as one power of two applied last (a single rounding, even for a subnormal
     # output_scale or result)
     mant, exp = np.frexp(float(s))
-    exp = int(exp) + sum(int(np.frexp(v)[1]) - 1 for v in (sa, sb, sx))
+    exp = int(exp) + int(np.frexp(sa)[1]) + int(np.frexp(sb)[1]) - 2 + np.frexp(sx)[1] - 1
     with np.errstate(over="ignore", under="ignore"):
         return np.ldexp(unit * mant, exp)
 
