@@ -596,10 +596,18 @@ def _check_system(X, y):
     if s[-1] <= 1e-12 * s[0]:
         resid = np.linalg.norm(X @ np.linalg.lstsq(np.asarray(X), np.asarray(y), rcond=None)[0]
                                - y)
-        what = ("X beta = y is inconsistent" if resid > 1e-8 * max(1.0, float(np.linalg.norm(y)))
-                else "X is rank deficient")
-        raise ValueError(f"X must have full row rank: {what} (singular values "
-                         f"{s[0]:.3e} ... {s[-1]:.3e}, least-squares residual {resid:.3e})")
+        ny = float(np.linalg.norm(y))
+        # relative tests (scale invariant): inconsistency against |y|, rank against rounding
+        # level max(N, d) eps s_max (a cond-4e12 X has full rank: it is ill-conditioned)
+        if s[-1] <= max(N, d) * np.finfo(float).eps * s[0]:
+            what = (f"X beta = y is inconsistent (relative least-squares residual "
+                    f"{resid / max(ny, 1e-300):.3e})" if resid > 1e-8 * ny else
+                    "X is rank deficient (smallest singular value at rounding level)")
+        else:  # full row rank: X beta = y is consistent whatever y is
+            what = (f"X is too ill-conditioned (condition number {s[0] / s[-1]:.2e} above "
+                    "1e12): the limit would not be determined to the tolerance")
+        raise ValueError(f"X must have full row rank and condition number <= 1e12: {what} "
+                         f"(singular values {s[0]:.3e} ... {s[-1]:.3e})")
     if not np.any(np.asarray(y)):
         raise ValueError("y must not be identically zero (the limit is then beta = 0 trivially)")
     return X, y
@@ -638,7 +646,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
 
     Raises:
         ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d`` and full row
-            rank (rank-deficient or inconsistent systems are refused); ``y`` not a finite
+            rank with condition number at most 1e12 (rank-deficient, inconsistent, or more
+            ill-conditioned systems are refused, each named as such); ``y`` not a finite
             real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
             1-D array); ``depth`` not an integer >= 2; ``tol`` not a finite number > 0;
             ``max_iter`` not an integer >= 1; ``return_info`` not a bool; ``alpha**depth``

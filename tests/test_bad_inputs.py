@@ -980,3 +980,67 @@ def test_subnormal_step_sizes_of_a_sweep_are_called_subnormal():
     with pytest.raises(ValueError, match="subnormal"):
         flows.gradient_descent_sweep(_quad, jnp.zeros((2, 2)), step_size=np.array([1e-310, 0.1]),
                                      num_steps=3)
+
+
+def test_l1_interpolant_with_a_column_times_1e12_is_solved():
+    # was "the interpolant is outside float64's range" (1e12) or a RuntimeError (1e9): after
+    # dividing by max |X| the other columns fell below HiGHS's absolute tolerances. Reference:
+    # the l1 minimum over the vertices (supports of size N) solved in exact rationals
+    import itertools
+    from fractions import Fraction as F
+
+    def det3(m):
+        return (m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+                - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+                + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3, 6))
+    X[:, 0] *= 1e12
+    y = rng.standard_normal(3)
+    yf = [F(v) for v in y]
+    best = None
+    for S in itertools.combinations(range(6), 3):
+        M = [[F(X[i, j]) for j in S] for i in range(3)]
+        det = det3(M)
+        if det == 0:
+            continue
+        b = [det3([[yf[i] if k == col else M[i][k] for k in range(3)] for i in range(3)]) / det
+             for col in range(3)]  # Cramer's rule, exact
+        cost = sum(abs(v) for v in b)
+        if best is None or cost < best[0]:
+            best = (cost, S, b)
+    want = np.zeros(6)
+    want[list(best[1])] = [float(v) for v in best[2]]
+    got = np.asarray(convex.min_norm_interpolant(X, y, p=1))
+    assert np.allclose(got, want, rtol=1e-8, atol=1e-8 * np.abs(want).max())
+
+
+def test_margin_solver_error_goes_to_the_reformulation(monkeypatch):
+    # a Clarabel SolverError on the first attempt used to end the call; now the whitened
+    # problem is solved. K = diag(1, 4), y = (1, -1): margin 1 / sqrt(1 + 1/4)
+    real, calls = convex._solve, []
+
+    def flaky(problem, what):
+        calls.append(what)
+        if len(calls) == 1:
+            raise RuntimeError(f"{what}: the solver failed (numerical trouble)")
+        return real(problem, what)
+
+    monkeypatch.setattr(convex, "_solve", flaky)
+    got = margins.kernel_max_margin(np.diag([1.0, 4.0]), np.array([1.0, -1.0])).margin
+    assert len(calls) == 2
+    assert got == pytest.approx(1 / np.sqrt(1.25), rel=1e-8)
+
+
+def test_implicit_bias_limit_names_ill_conditioned_full_rank_x_as_such():
+    # cond(X) ~ 4e12 with full rank (smallest singular value far above rounding level) was
+    # called "rank deficient"; y scaled by 1e-10 must not change the consistency verdict
+    X = np.array([[1.0, 1.0, 0.0], [1.0, 1.0 + 1e-12, 0.0]])
+    with pytest.raises(ValueError, match="ill-conditioned"):
+        diagonal.implicit_bias_limit(X, np.array([1.0, 2.0]), 1.0)
+    Xr = np.array([[1.0, 1.0, 0.0], [2.0, 2.0, 0.0]])  # exactly rank 1
+    with pytest.raises(ValueError, match="inconsistent"):  # was "rank deficient" at 1e-10
+        diagonal.implicit_bias_limit(Xr, 1e-10 * np.array([1.0, 1.0]), 1.0)
+    with pytest.raises(ValueError, match="rank deficient"):
+        diagonal.implicit_bias_limit(Xr, 1e-10 * np.array([1.0, 2.0]), 1.0)
