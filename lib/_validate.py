@@ -331,7 +331,8 @@ def real_tree(name, tree, *, finite=True):
 
 
 def pow2_scale(x):
-    """The power of two ``s`` with ``max |x| / s`` in ``[0.5, 1)`` (1.0 for a zero array).
+    """The power of two ``s`` with ``max |x| / s`` in ``[0.5, 1)`` (1.0 for a zero array;
+    ``[1, 2)`` for ``max |x| >= 2**1023``, see :func:`pow2_of`).
 
     Dividing by ``s`` is exact (no rounding), so results computed on ``x / s`` and multiplied
     back are bit-for-bit those computed on ``x`` whenever the latter neither overflows nor
@@ -340,7 +341,15 @@ def pow2_scale(x):
     m = max_abs(x)
     if m == 0.0 or not np.isfinite(m):
         return 1.0
-    return float(np.ldexp(1.0, int(np.frexp(m)[1])))
+    return float(pow2_of(m))
+
+
+def pow2_of(m):
+    """Element-wise power of two ``s`` with ``m / s`` in ``[0.5, 1)`` for ``m > 0`` (in
+    ``[1, 2)`` for ``m >= 2**1023``, whose scale 2**1024 would overflow), 1 for ``m = 0``."""
+    m = np.asarray(m, dtype=np.float64)
+    e = np.frexp(np.where(m > 0, m, 1.0))[1]
+    return np.ldexp(1.0, np.where(m > 0, np.minimum(e, 1023), 0))
 
 
 SAFE_SCALES = (1e-290, 1e290)

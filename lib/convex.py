@@ -197,7 +197,7 @@ def _l1_interpolant_columns(X, y):
     from scipy.optimize import linprog
 
     m = np.max(np.abs(X), axis=0)
-    c = np.ldexp(1.0, np.where(m > 0, np.frexp(np.where(m > 0, m, 1.0))[1], 0))
+    c = _validate.pow2_of(m)
     sy = _validate.pow2_scale(y)
     Xc, yc = X / c, y / sy
     wts = 1.0 / c

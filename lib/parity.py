@@ -562,8 +562,7 @@ def _column_scales(A):
     """Per-column powers of two bringing each column's largest entry into [0.5, 1) (1 for a
     zero column): dividing by them is exact, and the column span does not change."""
     m = np.max(np.abs(A), axis=0) if A.size else np.zeros(A.shape[1])
-    e = np.frexp(np.where(m > 0, m, 1.0))[1]
-    return np.ldexp(1.0, np.where(m > 0, e, 1))
+    return _validate.pow2_of(m)
 
 
 def _equilibrated_rank(A, rcond, rank):

@@ -229,7 +229,7 @@ def _scaled_output(a, B, X, s):
     a, B, X = (np.asarray(v, dtype=np.float64) for v in (a, B, X))
     sa, sb = (_validate.pow2_scale(v) for v in (a, B))  # exact divisions
     mx = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
-    sx = np.ldexp(1.0, np.where(mx > 0, np.frexp(np.where(mx > 0, mx, 1.0))[1], 0))  # per row
+    sx = _validate.pow2_of(mx)  # one power of two per input (row)
     unit = np.maximum((X / sx[:, None]) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
     # all scales as one power of two applied last (a single rounding, even for a subnormal
     # output_scale or result)
