@@ -150,8 +150,8 @@ def rkhs_norm(K, c):
             asymmetry above 1e-10, as in :func:`kernel_regression`), ``c`` not a finite real
             vector of matching length, ``K`` not positive semidefinite (smallest eigenvalue
             below ``-1e-10`` times the largest, as in :func:`kernel_regression`, even when
-            :math:`c^\top K c \ge 0` for this ``c``), or a norm beyond float64's range. Computed in scaled form, so
-            entries near 1e+-300 give the correct finite value.
+            :math:`c^\top K c \ge 0` for this ``c``), or a norm beyond float64's range.
+            Computed in scaled form, so entries near 1e+-300 give the correct finite value.
 
     Example:
         >>> import jax.numpy as jnp

@@ -815,7 +815,8 @@ def test_kernel_distance_of_nearly_equal_kernels_is_accurate(eps):
     E = rng.standard_normal((5, 5))
     K1 = K0 + eps * (E + E.T)
     a, b = [F(v) for v in K0.ravel()], [F(v) for v in K1.ravel()]
-    ip, n0, n1 = sum(x * y for x, y in zip(a, b)), sum(x * x for x in a), sum(y * y for y in b)
+    ip = sum(x * y for x, y in zip(a, b, strict=True))
+    n0, n1 = sum(x * x for x in a), sum(y * y for y in b)
     s = (_frac_decimal(n0) * _frac_decimal(n1)).sqrt()
     want = float(_frac_decimal(n0 * n1 - ip * ip) / (s * (s + _frac_decimal(ip))))
     assert kernels.kernel_distance(K0, K1) == pytest.approx(want, rel=1e-9, abs=0)
