@@ -664,7 +664,15 @@ def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: flo
     R = weight * table.reshape(size, -1)[masks].T          # (r, S)
     Uj = psi[masks]                                        # x^J: +1 exactly on J
     ur = np.einsum("sr,rs->s", Uj, R)
-    edges = 0.5 * (np.sum(R**2, axis=0) - alpha * ur**2 / (1.0 + alpha * np.sum(Uj**2, axis=1)))
+    # ||r||^2 - a (u.r)^2 / (1 + a ||u||^2) = (||r||^2 + a ||u||^2 ||r_perp||^2) / (1 + a ||u||^2)
+    # with r_perp = r - (u.r / ||u||^2) u (Lagrange's identity): a sum of nonnegative terms,
+    # without the cancellation of the difference when r is nearly parallel to u (the same
+    # 1 - cos^2 pattern as in kernel_distance)
+    r2 = np.sum(R**2, axis=0)
+    u2 = np.sum(Uj**2, axis=1)
+    coef = np.where(u2 > 0, ur / np.where(u2 > 0, u2, 1.0), 0.0)
+    perp2 = np.sum((R - coef[None, :] * Uj.T) ** 2, axis=0)
+    edges = 0.5 * (r2 + alpha * u2 * perp2) / (1.0 + alpha * u2)
     return edges, subsets
 
 
