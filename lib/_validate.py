@@ -34,11 +34,17 @@ def as_array(name, x, *, ndim=None, shape=None, finite=True):
         mismatch = arr.ndim != len(shape) or any(
             s is not None and s != a for s, a in zip(shape, arr.shape, strict=False))
         if mismatch:
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            want = shape_text(shape)
             raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
     if finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
     return jnp.asarray(arr)
+
+
+def shape_text(shape):
+    """A shape as Python prints it, ``None`` (a free axis) as ``*``: ``(6,)``, ``(*, 3)``."""
+    parts = ["*" if s is None else str(s) for s in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
 def real_array(name, x, *, ndim=None, shape=None):
@@ -68,7 +74,7 @@ def real_array(name, x, *, ndim=None, shape=None):
         mismatch = len(arr_shape) != len(shape) or any(
             s is not None and s != a for s, a in zip(shape, arr_shape, strict=False))
         if mismatch:
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            want = shape_text(shape)
             raise ValueError(f"{name} must have shape {want}, got {arr_shape}")
     return jnp.asarray(x, dtype=jnp.float64)
 
@@ -109,16 +115,20 @@ def step_size(name, value):
                              "to zero, so no step would move; pass a larger step size")
         return v
     arr = as_array(name, value, ndim=1)
-    if arr.size == 0 or not bool(jnp.all(arr > 0)):
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    # compared in numpy: XLA would flush subnormal entries to 0 and call them non-positive
+    if arr.size == 0 or not bool(np.all(np.asarray(arr) > 0)):
+        raise ValueError(f"{name} must be a non-empty array of finite numbers > 0, got "
+                         f"{value!r}")
     if float(np.min(np.asarray(arr))) < TINY:
         raise ValueError(f"{name} has subnormal entries (below {TINY:.3e}): XLA flushes them "
                          "to zero, so no step would move; pass larger step sizes")
     return arr
 
 
-def integer(name, value, *, minimum=None):
-    """Check that ``value`` is an integer (not a bool) at least ``minimum``; return it as int."""
+def integer(name, value, *, minimum=None, maximum=None):
+    """Check that ``value`` is an integer (not a bool) in ``[minimum, maximum]``; return it as
+    int. Python ints of any size are accepted here and refused by the bounds (never an
+    ``OverflowError`` later)."""
     if isinstance(value, jnp.ndarray) and value.ndim == 0 and jnp.issubdtype(value.dtype,
                                                                              jnp.integer):
         value = int(value)
@@ -126,8 +136,35 @@ def integer(name, value, *, minimum=None):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     v = int(value)
     if minimum is not None and v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+        raise ValueError(f"{name} must be >= {minimum}, got {_short(v)}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {_short(v)}")
     return v
+
+
+def _short(v):
+    """repr of a number, shortened for huge Python ints (10**400 has 401 digits)."""
+    r = repr(v)
+    return r if len(r) <= 40 else f"{r[:12]}...({len(r)} digits)"
+
+
+def power(name, base, exponent):
+    """``base ** exponent`` (base > 0 a float, exponent an int) as a normal float64, or a
+    ``ValueError`` naming ``name`` when it overflows or falls below the smallest normal float64
+    (~2.2e-308): XLA on CPU flushes subnormal numbers to zero, so e.g. ``alpha**depth =
+    1e-320`` would turn ``beta / alpha**depth`` into a division by zero (NaN)."""
+    with np.errstate(over="ignore", under="ignore"):
+        log10 = float(exponent) * float(np.log10(base))
+        value = float(np.float64(base) ** exponent) if abs(log10) < 400 else \
+            (np.inf if log10 > 0 else 0.0)
+    if not np.isfinite(value):
+        raise ValueError(f"{name}**{exponent} overflows float64 ({name} = {base!r}, "
+                         f"{name}**{exponent} ~ 1e{log10:.0f})")
+    if value < TINY:
+        raise ValueError(f"{name}**{exponent} ~ 1e{log10:.0f} is below the smallest normal "
+                         f"float64 ({TINY:.3e}) for {name} = {base!r}: subnormal numbers are "
+                         f"flushed to zero in XLA; pass a larger {name}")
+    return value
 
 
 def nonempty(name, X):
@@ -294,7 +331,8 @@ def real_tree(name, tree, *, finite=True):
 
 
 def pow2_scale(x):
-    """The power of two ``s`` with ``max |x| / s`` in ``[0.5, 1)`` (1.0 for a zero array).
+    """The power of two ``s`` with ``max |x| / s`` in ``[0.5, 1)`` (1.0 for a zero array;
+    ``[1, 2)`` for ``max |x| >= 2**1023``, see :func:`pow2_of`).
 
     Dividing by ``s`` is exact (no rounding), so results computed on ``x / s`` and multiplied
     back are bit-for-bit those computed on ``x`` whenever the latter neither overflows nor
@@ -303,7 +341,15 @@ def pow2_scale(x):
     m = max_abs(x)
     if m == 0.0 or not np.isfinite(m):
         return 1.0
-    return float(np.ldexp(1.0, int(np.frexp(m)[1])))
+    return float(pow2_of(m))
+
+
+def pow2_of(m):
+    """Element-wise power of two ``s`` with ``m / s`` in ``[0.5, 1)`` for ``m > 0`` (in
+    ``[1, 2)`` for ``m >= 2**1023``, whose scale 2**1024 would overflow), 1 for ``m = 0``."""
+    m = np.asarray(m, dtype=np.float64)
+    e = np.frexp(np.where(m > 0, m, 1.0))[1]
+    return np.ldexp(1.0, np.where(m > 0, np.minimum(e, 1023), 0))
 
 
 SAFE_SCALES = (1e-290, 1e290)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config
+from . import _validate, config
 
 __all__ = ["ClaimFailed", "STATUSES", "claims_dir", "record", "records"]
 
@@ -82,10 +82,16 @@ def claims_dir(start: str | os.PathLike | None = None) -> Path | None:
 def _number(name, x, *, finite=False):
     """A JSON-ready number or non-empty list of numbers from a Python, numpy or JAX value
     (real only; with ``finite=True`` NaN and infinities are refused too)."""
-    if isinstance(x, bool | np.bool_):
-        return bool(x)
+    if isinstance(x, bool | np.bool_) or getattr(x, "dtype", None) == np.bool_:
+        raise ValueError(f"{name} must be a number or an array of numbers, got a boolean "
+                         f"{x!r} (a verdict goes in passed=)")
     if isinstance(x, numbers.Integral | np.integer) and abs(int(x)) < 2**53:
         return int(x)
+    if isinstance(x, numbers.Integral):
+        try:
+            float(x)
+        except OverflowError as err:
+            raise ValueError(f"{name} is too large for float64: {_validate._short(x)}") from err
     if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name} must be a number or an array of numbers, got "
                          f"{type(x).__name__}")
@@ -161,7 +167,9 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
             or ``bounds`` not finite, negative ``tolerance``, ``bounds`` with ``lo > hi`` or
             both ``None``, ``passed`` not a boolean, ``size`` not ``"paper"``, ``"reduced"`` or
             ``"unspecified"``, an empty ``directory``, or a non-finite ``value`` given as
-            passing.
+            passing; a boolean ``value`` or ``expected`` (a verdict goes in ``passed``), a
+            Python int beyond float64's range, ``expected`` neither a scalar nor of the shape
+            of ``value`` (no broadcasting), ``raise_on_failure`` not a boolean.
         OSError: the record cannot be written to ``directory`` (nothing is recorded then).
         ClaimFailed: the check failed (the record is written first, with status ``failed``).
 
@@ -173,6 +181,7 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         >>> r["status"]
         'reduced size'
     """
+    raise_on_failure = _validate.boolean("raise_on_failure", raise_on_failure)
     if not isinstance(claim_id, str) or not _ID.fullmatch(claim_id):
         raise ValueError(f"claim_id must look like 'chapter/claim-name' (lower case), got "
                          f"{claim_id!r}")
@@ -199,11 +208,10 @@ def record(claim_id: str, *, source: str, statement: str, value, expected=None,
         tol = _number("tolerance", tolerance, finite=True)
         if not isinstance(tol, float | int) or not tol >= 0:
             raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
-        try:
-            gap = np.abs(arr - np.asarray(e, dtype=np.float64))
-        except ValueError as err:
-            raise ValueError(f"value (shape {arr.shape}) and expected (shape "
-                             f"{np.shape(e)}) do not broadcast") from err
+        if np.ndim(e) != 0 and np.shape(e) != arr.shape:
+            raise ValueError(f"expected must be a scalar or have the shape of value "
+                             f"{arr.shape}, got shape {np.shape(e)} (no broadcasting)")
+        gap = np.abs(arr - np.asarray(e, dtype=np.float64))
         ok = bool(np.all(gap <= tol))
         check = {"kind": "close", "expected": e, "tolerance": tol}
     elif kinds[1]:

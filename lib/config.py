@@ -33,7 +33,8 @@ def seed() -> int:
         int: the seed, a whole number >= 0.
 
     Raises:
-        ValueError: ``KRR_SEED`` is set but is not a whole number >= 0 (the message names it).
+        ValueError: ``KRR_SEED`` is set but is not a whole number in ``[0, 2**31)`` written in
+            plain decimal digits (``"1_000"`` or ``"+3"`` are refused; the message names it).
 
     Example:
         >>> import os
@@ -43,10 +44,11 @@ def seed() -> int:
         0
     """
     raw = os.environ.get("KRR_SEED", "0").strip() or "0"
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"KRR_SEED must be a whole number >= 0, got {raw!r}") from None
+    # plain decimal digits only: int() would also accept "1_000", "+3" or non-ASCII digits
+    if not (raw.isascii() and raw.isdigit()):
+        raise ValueError(f"KRR_SEED must be a whole number >= 0 (decimal digits only), got "
+                         f"{raw!r}")
+    value = int(raw)
     if value < 0 or value >= 2**31:
         raise ValueError(f"KRR_SEED must be a whole number in [0, 2**31), got {value}")
     return value

@@ -107,7 +107,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
             For ``p = 1`` an answer that fails (or an "infeasible" verdict on a consistent,
             ill-conditioned ``X``) is retried on the whitened system
-            :math:`V_r^\top\beta = S_r^{-1}U_r^\top y` (SVD of ``X``), which must verify too.
+            :math:`V_r^\top\beta = S_r^{-1}U_r^\top y` (SVD of ``X``), which must verify too;
+            when columns of ``X`` differ in scale by more than 1e3 and both fail, the
+            equivalent weighted problem on columns scaled to max 1 is solved and verified
+            (e.g. one column multiplied by 1e12).
 
     Example:
         >>> import numpy as np
@@ -161,15 +164,67 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         beta = _unscale(beta, cy / cx, X, y)
         return (beta, None) if return_certificate else beta
     try:
-        beta, cert = _l1_interpolant(Xn, yn)
+        try:
+            beta, cert = _l1_interpolant(Xn, yn)
+        except (ValueError, RuntimeError) as err:
+            # HiGHS's tolerances are absolute: on an ill-conditioned X (e.g. rows (1, 1) and
+            # (1, 1 + 1e-12)) it may call a consistent system infeasible or return a point that
+            # does not verify; solve the whitened, equivalent system and verify that instead
+            beta, cert = _l1_interpolant_whitened(Xn, yn, err)
+            beta = _refine_on_support(beta, np.asarray(X), np.asarray(y), cy / cx)
+        beta = _unscale(beta, cy / cx, X, y)
     except (ValueError, RuntimeError) as err:
-        # HiGHS's tolerances are absolute: on an ill-conditioned X (e.g. rows (1, 1) and
-        # (1, 1 + 1e-12)) it may call a consistent system infeasible or return a point that
-        # does not verify; solve the whitened, equivalent system and verify that instead
-        beta, cert = _l1_interpolant_whitened(Xn, yn, err)
-        beta = _refine_on_support(beta, np.asarray(X), np.asarray(y), cy / cx)
-    beta = _unscale(beta, cy / cx, X, y)
+        # columns of very different scales (e.g. one column x 1e12): after dividing by max |X|
+        # the other columns fall below HiGHS's absolute tolerances. The equivalent weighted
+        # problem on columns equilibrated to max 1 (exact powers of two) is solved and
+        # verified instead; if it fails too, the first error stands
+        col = np.max(np.abs(Xn), axis=0)
+        if not np.any(col > 0) or np.max(col) <= 1e3 * np.min(col[col > 0]):
+            raise
+        try:
+            beta, cert = _l1_interpolant_columns(np.asarray(X), np.asarray(y))
+        except (ValueError, RuntimeError):
+            raise err from None
+        beta = jnp.asarray(beta)
     return (beta, cert) if return_certificate else beta
+
+
+def _l1_interpolant_columns(X, y):
+    """min ||b||_1 s.t. X b = y with the columns of X and y scaled by powers of two (exact):
+    X = Xc diag(c), b = b' / c, so min sum_j |b'_j| / c_j s.t. Xc b' = y / sy, an LP with
+    weights whose every column has max 1 (HiGHS). Verified like :func:`_l1_interpolant` with
+    the weighted dual (|(Xc^T lam)_j| <= 1 / c_j), and on the original X, y (residual)."""
+    from scipy.optimize import linprog
+
+    m = np.max(np.abs(X), axis=0)
+    c = _validate.pow2_of(m)
+    sy = _validate.pow2_scale(y)
+    Xc, yc = X / c, y / sy
+    wts = 1.0 / c
+    d = X.shape[1]
+    res = linprog(np.concatenate([wts, wts]), A_eq=np.hstack([Xc, -Xc]), b_eq=yc,
+                  bounds=(0, None), method="highs")
+    if res.x is None or res.eqlin is None:
+        raise RuntimeError(f"min_norm_interpolant: HiGHS returned no solution on the "
+                           f"column-scaled system (status {res.status}: {res.message})")
+    bp = res.x[:d] - res.x[d:]
+    lam = np.asarray(res.eqlin.marginals)
+    norm1 = float(np.sum(wts * np.abs(bp)))
+    cert = Certificate(
+        solver="HiGHS (columns scaled)", status=str(res.message),
+        residual=float(np.linalg.norm(Xc @ bp - yc) / np.linalg.norm(yc)),
+        dual_infeasibility=float(max(0.0, np.max(np.abs(Xc.T @ lam) / wts) - 1.0)),
+        gap=float(abs(norm1 - yc @ lam) / max(norm1, np.finfo(float).tiny)))
+    if not cert.verified():
+        raise RuntimeError(f"min_norm_interpolant: the column-scaled solution does not verify "
+                           f"({cert})")
+    with np.errstate(over="ignore", under="ignore"):
+        beta = (bp / c) * sy
+    if not (np.all(np.isfinite(beta)) and
+            np.linalg.norm(X @ beta - y) <= 1e-8 * np.linalg.norm(y)):
+        raise RuntimeError("min_norm_interpolant: the column-scaled solution does not solve "
+                           "X beta = y")
+    return beta, cert
 
 
 def _min_norm_full_row_rank(X, y):
@@ -361,14 +416,20 @@ def _margin_solve(Xn, yn, p, what):
     constraints U u >= 1, objective ||(s_min / S) u||^2), for p = 1 the linear program with
     columns scaled to max 1 (HiGHS). Data that the reformulation also finds infeasible are
     not separable (ValueError); a solution that still does not verify raises RuntimeError
-    with its residuals."""
+    with its residuals. A solver error of the first attempt (Clarabel's numerical trouble)
+    also goes to the reformulation."""
     cp = _cvxpy()
     Z = yn[:, None] * Xn
     w = cp.Variable(Xn.shape[1])
     objective = cp.norm1(w) if p == 1 else cp.sum_squares(w)
     prob = cp.Problem(cp.Minimize(objective), [cp.multiply(yn, Xn @ w) >= 1])
-    status = _solve(prob, what)
-    if status == cp.OPTIMAL:
+    try:
+        status = _solve(prob, what)
+    except RuntimeError:  # Clarabel gave up (numerical trouble): the reformulation below
+        status = "solver_error"
+    if status == "solver_error":
+        pass
+    elif status == cp.OPTIMAL:
         wv = np.asarray(w.value)
         mult = np.asarray(prob.constraints[0].dual_value)
         checks = _margin_checks(Z, wv, mult if p == 1 else mult / 2.0, p)

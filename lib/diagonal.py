@@ -87,8 +87,13 @@ _SERIES_TERMS = 10
 # ----------------------------------------------------------------------------------------------
 
 
+MAX_DEPTH = 10**6
+"""Largest depth accepted (far beyond any use; Python ints such as ``10**400`` would otherwise
+overflow in ``D / (D - 2)``)."""
+
+
 def _check_depth(depth):
-    return _validate.integer("depth", depth, minimum=2)
+    return _validate.integer("depth", depth, minimum=2, maximum=MAX_DEPTH)
 
 
 def _exponent(depth):
@@ -132,7 +137,7 @@ def h_D(z, depth=2):
         float64 JAX array of the shape of ``z``, odd in ``z``.
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``z`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``z`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype, so also
             under ``jax.jit``).
 
@@ -181,7 +186,7 @@ def H_D(z, depth=2):
         float64 JAX array of the shape of ``z``, :math:`\ge 0` on the domain.
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``z`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``z`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype, so also
             under ``jax.jit``).
 
@@ -272,7 +277,7 @@ def h_D_inverse(u, depth=2):
         (:math:`|z| < 1` for :math:`D \ge 3` and finite ``u``).
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``u`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``u`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype).
 
     Example:
@@ -318,7 +323,7 @@ def q_D(u, depth=2):
         float64 JAX array of the shape of ``u``, :math:`\ge 0` and even in ``u``.
 
     Raises:
-        ValueError: ``depth`` is not an integer or is ``< 2``; ``u`` is None, a string,
+        ValueError: ``depth`` is not an integer in ``[2, MAX_DEPTH]``; ``u`` is None, a string,
             complex, boolean or otherwise not real numeric (checked from its dtype).
 
     Example:
@@ -386,7 +391,10 @@ def Q(beta, alpha, depth=2):
         A float64 scalar :math:`\ge 0`.
 
     Raises:
-        ValueError: ``beta`` not a finite vector, ``alpha <= 0`` or not finite, ``depth < 2``.
+        ValueError: ``beta`` not a finite vector, ``alpha <= 0`` or not finite, ``depth`` not an
+            integer in ``[2, MAX_DEPTH]``, ``alpha**depth`` overflowing or below the smallest
+            normal float64 (subnormal: flushed to zero by XLA), ``beta / alpha**depth``
+            overflowing.
 
     Example:
         >>> round(float(Q([2.0, 0.0], alpha=1.0)), 12)  # q(2) + q(0)
@@ -395,9 +403,7 @@ def Q(beta, alpha, depth=2):
     depth = _check_depth(depth)
     beta = _validate.as_array("beta", beta, ndim=1)
     alpha = _validate.positive("alpha", alpha)
-    scale = float(np.float64(alpha) ** depth) if np.log(alpha) * depth < 709 else np.inf
-    if not np.isfinite(scale) or scale == 0:
-        raise ValueError(f"alpha**depth = {scale} is outside float64 range")
+    scale = _validate.power("alpha", alpha, depth)
     with np.errstate(over="ignore"):
         ratio = _validate.max_abs(beta) / scale
     if not np.isfinite(ratio) or ratio > 1e300:
@@ -432,8 +438,8 @@ def dual_objective(nu, X, y, alpha, depth=2):
     Raises:
         ValueError: ``nu``, ``X`` or ``y`` not real numeric, non-finite, or of the wrong
             rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``alpha`` not a
-            finite number > 0, or ``alpha**depth`` outside the float64 range; ``depth`` not
-            an integer ``>= 2``.
+            finite number > 0, or ``alpha**depth`` outside the normal float64 range (overflow
+            or subnormal); ``depth`` not an integer in ``[2, MAX_DEPTH]``.
 
     Example:
         >>> import numpy as np
@@ -445,10 +451,7 @@ def dual_objective(nu, X, y, alpha, depth=2):
     nu = _validate.as_array("nu", nu, shape=(X.shape[0],))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     alpha = _validate.positive("alpha", alpha)
-    with np.errstate(over="ignore", under="ignore"):
-        scale = float(np.float64(alpha) ** depth)
-    if not np.isfinite(scale) or scale == 0:
-        raise ValueError(f"alpha**depth = {scale} is outside float64 range")
+    scale = _validate.power("alpha", alpha, depth)
     z = X.T @ nu
     H = H_D(z, depth)
     if depth > 2:
@@ -593,10 +596,18 @@ def _check_system(X, y):
     if s[-1] <= 1e-12 * s[0]:
         resid = np.linalg.norm(X @ np.linalg.lstsq(np.asarray(X), np.asarray(y), rcond=None)[0]
                                - y)
-        what = ("X beta = y is inconsistent" if resid > 1e-8 * max(1.0, float(np.linalg.norm(y)))
-                else "X is rank deficient")
-        raise ValueError(f"X must have full row rank: {what} (singular values "
-                         f"{s[0]:.3e} ... {s[-1]:.3e}, least-squares residual {resid:.3e})")
+        ny = float(np.linalg.norm(y))
+        # relative tests (scale invariant): inconsistency against |y|, rank against rounding
+        # level max(N, d) eps s_max (a cond-4e12 X has full rank: it is ill-conditioned)
+        if s[-1] <= max(N, d) * np.finfo(float).eps * s[0]:
+            what = (f"X beta = y is inconsistent (relative least-squares residual "
+                    f"{resid / max(ny, 1e-300):.3e})" if resid > 1e-8 * ny else
+                    "X is rank deficient (smallest singular value at rounding level)")
+        else:  # full row rank: X beta = y is consistent whatever y is
+            what = (f"X is too ill-conditioned (condition number {s[0] / s[-1]:.2e} above "
+                    "1e12): the limit would not be determined to the tolerance")
+        raise ValueError(f"X must have full row rank and condition number <= 1e12: {what} "
+                         f"(singular values {s[0]:.3e} ... {s[-1]:.3e})")
     if not np.any(np.asarray(y)):
         raise ValueError("y must not be identically zero (the limit is then beta = 0 trivially)")
     return X, y
@@ -635,7 +646,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
 
     Raises:
         ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d`` and full row
-            rank (rank-deficient or inconsistent systems are refused); ``y`` not a finite
+            rank with condition number at most 1e12 (rank-deficient, inconsistent, or more
+            ill-conditioned systems are refused, each named as such); ``y`` not a finite
             real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
             1-D array); ``depth`` not an integer >= 2; ``tol`` not a finite number > 0;
             ``max_iter`` not an integer >= 1; ``return_info`` not a bool; ``alpha**depth``

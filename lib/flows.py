@@ -238,7 +238,8 @@ def _check_snapshots(snapshots, num_steps):
     if snapshots is None:
         return snapshot_steps(num_steps)
     if isinstance(snapshots, int | np.integer) and not isinstance(snapshots, bool):
-        return snapshot_steps(num_steps, _validate.integer("snapshots", snapshots, minimum=1))
+        return snapshot_steps(num_steps, _validate.size("snapshots", snapshots, minimum=1,
+                                                        maximum=10**7))
     steps = np.asarray(snapshots)
     if steps.ndim != 1 or steps.size == 0 or not np.issubdtype(steps.dtype, np.integer):
         raise ValueError("snapshots must be an int or a non-empty 1-D array of step indices")
@@ -424,7 +425,8 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
         ValueError: ``step_size`` not a finite real number > 0 (``True``, ``"1"``, complex
             are refused, not coerced) or subnormal (below ~2.2e-308: XLA flushes it to zero,
             so no step would move); ``num_steps`` not an integer in ``[0, 2**62]``;
-            malformed ``snapshots``; ``params0`` empty or with a leaf that is not a finite
+            malformed ``snapshots`` (an int outside ``[1, 10**7]``, named ``snapshots``);
+            ``params0`` empty or with a leaf that is not a finite
             real array (complex leaves are refused, not truncated); ``loss`` not callable
             or not a finite real scalar at ``params0``; ``target`` not a finite real number;
             ``normalized``, ``log_domain`` (or ``progress``, unless None) not a bool;
@@ -482,8 +484,9 @@ def gradient_descent_sweep(loss: Callable, params0: PyTree, *, step_size, num_st
         ``converged`` and ``diverged`` are ``(B,)`` numpy arrays. Each run stops on its own.
 
     Raises:
-        ValueError: as :func:`gradient_descent`, or if ``step_size`` has the wrong shape, or
-            ``shard`` is not a bool or None.
+        ValueError: as :func:`gradient_descent`, or if ``step_size`` has the wrong shape, an
+            entry <= 0 or a subnormal entry (named as subnormal), or ``shard`` is not a bool
+            or None.
 
     Example:
         >>> import jax.numpy as jnp

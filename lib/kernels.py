@@ -148,9 +148,10 @@ def rkhs_norm(K, c):
     Raises:
         ValueError: ``K`` not a square finite real matrix or not symmetric (relative
             asymmetry above 1e-10, as in :func:`kernel_regression`), ``c`` not a finite real
-            vector of matching length, :math:`c^\top K c` clearly negative (``K`` not positive
-            semidefinite), or a norm beyond float64's range. Computed in scaled form, so
-            entries near 1e+-300 give the correct finite value.
+            vector of matching length, ``K`` not positive semidefinite (smallest eigenvalue
+            below ``-1e-10`` times the largest, as in :func:`kernel_regression`, even when
+            :math:`c^\top K c \ge 0` for this ``c``), or a norm beyond float64's range.
+            Computed in scaled form, so entries near 1e+-300 give the correct finite value.
 
     Example:
         >>> import jax.numpy as jnp
@@ -166,6 +167,12 @@ def rkhs_norm(K, c):
     Kn, cn = np.asarray(K) / sk, np.asarray(c) / sc
     if float(np.max(np.abs(Kn - Kn.T))) > 1e-10:  # the test of kernel_regression
         raise ValueError("K must be symmetric (relative asymmetry above 1e-10)")
+    # the test of kernel_regression: an indefinite K is refused even when c^T K c >= 0 for
+    # this c (sqrt(c^T K c) is then no norm)
+    evals = np.linalg.eigvalsh(0.5 * (Kn + Kn.T))
+    if evals[0] < -1e-10 * max(abs(float(evals[-1])), 1e-300):
+        raise ValueError(f"K must be positive semidefinite; smallest eigenvalue "
+                         f"{float(evals[0]) * sk:.3e}")
     q = float(cn @ Kn @ cn)
     if q < -1e-10 * float(cn @ cn):
         raise ValueError(f"c^T K c = {q * sk * sc ** 2:.3e} < 0: K is not positive semidefinite")
@@ -239,10 +246,13 @@ def kernel_distance(K0, K1) -> float:
     Raises:
         ValueError: ``K0`` or ``K1`` not a finite real 2-D array, shapes differ, or either is
             exactly zero. Computed in scaled form: entries of any magnitude are fine.
+            Computed as :math:`\tfrac12 \|K_0/\|K_0\|_F - K_1/\|K_1\|_F\|_F^2` (equal to
+            the formula above), accurate also for nearly equal kernels (no :math:`1 - \cos`
+            cancellation).
 
     Example:
         >>> import jax.numpy as jnp
-        >>> kernel_distance(jnp.eye(2), 3.0 * jnp.eye(2))
+        >>> round(kernel_distance(jnp.eye(2), 3.0 * jnp.eye(2)), 15)
         0.0
         >>> kernel_distance(jnp.eye(2), jnp.array([[0.0, 1.0], [1.0, 0.0]]))
         1.0
@@ -250,12 +260,25 @@ def kernel_distance(K0, K1) -> float:
     K0, K1 = _pair(K0, K1)
     _unit_or_zero("K0", K0)
     _unit_or_zero("K1", K1)
-    # scaled form: K / max|K| first, so neither the inner product nor the norms over- or
-    # underflow; cos = <A0, A1> / (||A0|| ||A1||) with A = K / max|K|
+    # 1 - cos = ||U0 - U1||^2 / 2 with U = K / ||K|| (unit Frobenius norm, computed in scaled
+    # form): no cancellation for nearly equal kernels, where 1 - cos computed directly loses
+    # every digit (K0 + 1e-8 E gave 0.0 for a true 9.7e-18), and no overflow for huge entries
+    # With A = K / 2^k (exact, max |A| in [0.5, 1)), n = ||A||_F and D = A1 - A0:
+    # A1/n1 - A0/n0 = D/n1 + A0 (n0 - n1)/(n0 n1), n0 - n1 = -<D, A0 + A1>/(n0 + n1), so the
+    # difference of the unit matrices is formed from D itself (no rounding of two nearly
+    # equal unit matrices), accurate to rounding relative to the distance
     A0 = np.asarray(K0) / _validate.max_abs(K0)
     A1 = np.asarray(K1) / _validate.max_abs(K1)
     cos = float(np.sum(A0 * A1)) / float(np.sqrt(np.sum(A0 * A0) * np.sum(A1 * A1)))
-    return float(np.clip(1.0 - cos, 0.0, 2.0))
+    if 1.0 - cos >= 1e-4:  # far apart: 1 - cos directly, as before (its absolute error
+        return float(np.clip(1.0 - cos, 0.0, 2.0))  # ~1e-16 is relatively small here)
+    A0 = np.asarray(K0) / _validate.pow2_scale(K0)
+    A1 = np.asarray(K1) / _validate.pow2_scale(K1)
+    n0, n1 = float(np.sqrt(np.sum(A0 * A0))), float(np.sqrt(np.sum(A1 * A1)))
+    D = A1 - A0
+    dn = -float(np.sum(D * (A0 + A1))) / (n0 + n1)  # n0 - n1
+    U = D / n1 + A0 * (dn / (n0 * n1))
+    return float(np.clip(0.5 * np.sum(U * U), 0.0, 2.0))
 
 
 def _unit_or_zero(name, K):

@@ -127,8 +127,15 @@ def _smoothed_margin_scaled(zn, beta):
             var = np.mean((ds - mean_d[..., None]) ** 2, axis=-1)
             # F = s (m_s + mean_s) - (beta s) s var_s / 2
             return s * (ms + mean_d) - ((0.5 * bs) * var) * s
-        mean = np.mean(np.expm1(-bs * ds), axis=-1)
-        return s * (ms - np.log1p(mean) / bs)
+        if np.isfinite(bs):
+            mean = np.mean(np.expm1(-bs * ds), axis=-1)
+            return s * (ms - np.log1p(mean) / bs)
+        # beta s overflows (e.g. margins near 1e308 with beta = 2; beta s * 0 would be NaN):
+        # the unscaled formula, where an overflowing z_i - m or beta (z_i - m) is +inf and
+        # expm1(-inf) = -1 is exact; log1p(mean) is in [-log n, 0], so / beta is safe
+        m = zn.min(axis=-1, keepdims=True)
+        mean = np.mean(np.expm1(-beta * (zn - m)), axis=-1)
+        return m[..., 0] - np.log1p(mean) / beta
 
 
 def f1_path_norm(params, output_scale: float = 1.0):
@@ -245,6 +252,10 @@ class KernelMaxMargin(NamedTuple):
     margin: float
 
 
+_KERNEL_MARGIN_TOL = 1e-6
+"""Relative tolerance of :func:`kernel_max_margin`'s check in the original coordinates of K."""
+
+
 def kernel_max_margin(K, y) -> KernelMaxMargin:
     r"""Hard-margin kernel SVM: :math:`\min \|h\|_K` s.t. :math:`y_i h(x_i) \ge 1`.
 
@@ -268,7 +279,12 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
         ValueError: ``K`` not a finite real non-empty square matrix, zero, not symmetric or
             with a negative eigenvalue below ``-1e-8 * max|K|``; labels not in {-1, +1};
             data not separable in the RKHS; a norm outside float64's range. Eigenvalues
-            below ``n eps max(eig K)`` (rounding level) are treated as 0.
+            below ``n eps max(eig K)`` (rounding level) are treated as 0. The solution is
+            verified in the original coordinates of ``K``: a margin constraint
+            :math:`y_i (Kc)_i \ge 1` violated, or :math:`c^\top K c` differing from the
+            solver's squared norm, by more than ``1e-6`` relative (a near-singular ``K``
+            whose margin float64 does not determine to that accuracy) raises a
+            ``ValueError`` naming ``K`` with both residuals.
         RuntimeError: the solver stopped without reaching optimality, or its answer does
             not verify (margin constraints, KKT stationarity, duality gap; ill-conditioned
             K are solved in whitened form first, see :func:`lib.convex.max_margin`).
@@ -310,6 +326,21 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
                          "i)") from err
     # h = L w on the data = (K/scale) c with c = V diag(1/sqrt(lambda)) w; ||h||_{K/scale} = |w|.
     c_scaled = evecs[:, keep] @ (wv / np.sqrt(evals[keep]))
+    # verified in the original coordinates of K (not only in the eigenbasis, where a near-
+    # singular K hides its error): h = (K / scale) c must meet every margin constraint and
+    # have ||h||^2 = c^T (K / scale) c = |w|^2, both to _KERNEL_MARGIN_TOL relative
+    Ks = Kn / scale
+    worst = 1.0 - float(np.min(yn * (Ks @ c_scaled)))
+    q = float(c_scaled @ Ks @ c_scaled)
+    mismatch = abs(q - float(wv @ wv)) / float(wv @ wv)
+    if max(worst, mismatch) > _KERNEL_MARGIN_TOL:
+        raise ValueError(
+            f"K is too ill-conditioned for a verified max-margin solution (eigenvalues kept "
+            f"down to {float(evals[keep].min() / evals.max()):.1e} of the largest): in K's own "
+            f"coordinates the solution violates a margin constraint by {max(worst, 0.0):.2e} "
+            f"(relative) and its norm^2 differs by {mismatch:.2e} from the solver's, above the "
+            f"tolerance {_KERNEL_MARGIN_TOL:.0e}; the margin is not determined to that accuracy "
+            "by K in float64 (regularize K or use features and lib.convex.max_margin)")
     with np.errstate(over="ignore", under="ignore"):
         c = c_scaled / scale  # h = K c
         norm = float(np.linalg.norm(wv) / np.sqrt(scale))  # ||h||_K^2 = c^T K c = |w|^2/scale
@@ -502,7 +533,10 @@ def compress_radius(points):
         points: ``(..., d)`` float array (the last axis holds coordinates).
 
     Returns:
-        An array of the same shape with every row of norm < 1.
+        An array of the same shape with every row of norm at most 1: below 1 for
+        :math:`\|p\| \lesssim 18` and equal to 1 to rounding beyond (``tanh`` of a radius
+        above ~19.1 rounds to 1.0 in float64, so those points land on the unit sphere, the
+        directions at infinity).
 
     Raises:
         ValueError: ``points`` not a finite real array (None, strings, complex, bool, NaN or

@@ -230,7 +230,10 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
             beyond float64's range is handled in scaled form), or a kernel entry beyond
             float64's range. Angles of (anti)parallel pairs (cosine within 1e-4 of +-1) are
             computed as ``2 atan2(|u - v|, |u + v|)`` of the unit vectors, accurate to rounding
-            where ``arccos`` of a cosine near 1 loses half the digits. The kernel is
+            where ``arccos`` of a cosine near 1 loses half the digits; for antiparallel pairs
+            :math:`\pi - \varphi` is the angle to :math:`-x'` and
+            :math:`\sin\varphi + (\pi-\varphi)\cos\varphi` its Taylor series (no
+            cancellation, which cost a factor 1e5 at :math:`\pi - \varphi = 10^{-7}`). The kernel is
             computed on inputs scaled to a largest entry of 1 (it is bilinear), so entries of
             any magnitude within that range give the correct value.
 
@@ -307,8 +310,30 @@ def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 16):
         c = cos[i, j]
         first = norms[i, j] * (np.sin(phi) + (np.pi - phi) * c) / (2 * np.pi * d)
         second = kappa2 * inner[i, j] * (np.pi - phi) / (2 * np.pi)
+        anti = c < 0
+        if anti.any():
+            # antiparallel: with e = pi - phi (the angle to -x', computed directly, not as
+            # pi - phi), sin(phi) + (pi - phi) cos(phi) = sin e - e cos e = e^3/3 - ..., which
+            # the direct sum loses to cancellation (relative error ~1e-16 / e^3)
+            e = _angles(u1, -u2, i[anti], j[anti])
+            first[anti] = norms[i[anti], j[anti]] * _sin_minus_x_cos(e) / (2 * np.pi * d)
+            second[anti] = kappa2 * inner[i[anti], j[anti]] * e / (2 * np.pi)
         K[i, j] = first + second
     return K
+
+
+def _sin_minus_x_cos(e):
+    """sin(e) - e cos(e) for 0 <= e <= 0.1 by its Taylor series sum_k (-1)^(k+1) 2k
+    e^(2k+1) / (2k+1)! (alternating, terms decreasing; 7 terms: truncation below 1e-30
+    relative), without the cancellation of the direct difference (which is ~e^3/3)."""
+    e = np.asarray(e, dtype=np.float64)
+    e2 = e * e
+    total = np.zeros_like(e)
+    term = e  # e^(2k+1) / (2k+1)! for k = 0
+    for k in range(1, 8):
+        term = term * e2 / ((2 * k) * (2 * k + 1))
+        total = total + (-1) ** (k + 1) * (2 * k) * term
+    return total
 
 
 def _relu_second(u1, u2):
@@ -319,11 +344,12 @@ def _relu_second(u1, u2):
     inner = u1 @ u2.T
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.clip(inner / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
-    phi = np.arccos(cos)
+    gap = np.pi - np.arccos(cos)  # pi - phi
     ii, jj = np.nonzero((np.abs(cos) > 1 - 1e-4) & (norms > 0))
     if ii.size:
-        phi[ii, jj] = _angles(u1, u2, ii, jj)
-    return np.where(norms > 0, inner * (np.pi - phi) / (2 * np.pi), 0.0)
+        anti = cos[ii, jj] < 0  # pi - phi as the angle to -x' (no cancellation)
+        gap[ii, jj] = np.where(anti, _angles(u1, -u2, ii, jj), np.pi - _angles(u1, u2, ii, jj))
+    return np.where(norms > 0, inner * gap / (2 * np.pi), 0.0)
 
 
 def _relu_ntk_unit(x1, x2, kappa2, d):

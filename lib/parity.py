@@ -34,7 +34,6 @@ enumerating the finite support of the distribution (:func:`parity_atoms`,
 from __future__ import annotations
 
 import itertools
-import numbers
 
 import jax
 import jax.numpy as jnp
@@ -71,11 +70,7 @@ _BIAS = 0.75  # P(x_i = +1) in the biased component
 
 def _check_problem(n, subset, alpha):
     n = _validate.size("n", n, minimum=1)  # refuses sizes that cannot be allocated (10**30)
-    if (isinstance(alpha, bool | np.bool_)
-            or not isinstance(alpha, numbers.Real | np.ndarray | jnp.ndarray)
-            or np.ndim(alpha) != 0 or np.iscomplexobj(alpha)):
-        raise ValueError(f"alpha must be a real number in [0, 1], got {alpha!r}")
-    alpha = float(alpha)
+    alpha = _validate.scalar("alpha", alpha)  # also a Python int of any size: "too large"
     if not (0.0 <= alpha <= 1.0):
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     if isinstance(subset, str | bytes):
@@ -512,7 +507,9 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
         features: ``(M, p)`` features :math:`\phi(x_a)` at the atoms, or a callable mapping the
             ``(M, n)`` inputs to them.
         atoms: ``(x, y, prob)`` from :func:`parity_atoms`.
-        rcond: relative cut-off for small singular values (``lstsq``'s ``rcond``).
+        rcond: relative cut-off for small singular values (``lstsq``'s ``rcond``), decided on
+            the features with columns equilibrated (each scaled by a power of two to a largest
+            entry in ``[0.5, 1)``), so rescaling a feature does not change the loss.
 
     Returns:
         ``(loss, w)``: a float and the ``(p,)`` minimizing weights.
@@ -538,25 +535,46 @@ def best_feature_loss(features, atoms, *, rcond: float = 1e-10):
     sq = np.sqrt(np.asarray(prob))
     A = np.asarray(phi) * sq[:, None]
     b = np.asarray(y) * sq
-    if (isinstance(rcond, bool) or not isinstance(rcond, numbers.Real)
-            or not 0.0 <= float(rcond) < 1.0):
-        raise ValueError(f"rcond must be a number in [0, 1), got {rcond!r}")
+    rcond = _validate.scalar("rcond", rcond, minimum=0.0, maximum=1.0, allow_max=False)
     sa = _validate.max_abs(A)
     if sa == 0 or 1e-150 <= sa <= 1e150:  # the ordinary range: as always
-        w, *_ = np.linalg.lstsq(A, b, rcond=rcond)
-        loss = 0.5 * float(np.sum((A @ w - b) ** 2))
-        return loss, jnp.asarray(w)
-    # features near 1e+-300 (or subnormal): solve on A / 2^k (exact) and scale w back; the
-    # predictions A w, hence the loss, do not depend on the scale
-    s = _validate.pow2_scale(A)
-    w_s, *_ = np.linalg.lstsq(A / s, b, rcond=rcond)
-    loss = 0.5 * float(np.sum(((A / s) @ w_s - b) ** 2))
+        w, _, rank, _ = np.linalg.lstsq(A, b, rcond=rcond)
+        if rank == _equilibrated_rank(A, rcond, rank):
+            loss = 0.5 * float(np.sum((A @ w - b) ** 2))
+            return loss, jnp.asarray(w)
+    # the rank decision must not depend on the scale of each feature (column), which the best
+    # predictor absorbs: when rcond on A itself keeps a different number of singular values
+    # than on A with columns equilibrated (e.g. columns x [1e-5, 1, 1e5]), or A is near
+    # 1e+-300, solve on the equilibrated A / 2^k (exact divisions) and scale w back
+    d = _column_scales(A)
+    Ad = A / d
+    w_s, *_ = np.linalg.lstsq(Ad, b, rcond=rcond)
+    loss = 0.5 * float(np.sum((Ad @ w_s - b) ** 2))
     with np.errstate(over="ignore", under="ignore"):
-        w = w_s / s
+        w = w_s / d
     if not np.all(np.isfinite(w)):
         raise ValueError(f"the best weights overflow float64 (max |features| = {sa:.3e}): "
                          "rescale the features (the loss does not depend on their scale)")
     return loss, jnp.asarray(w)
+
+
+def _column_scales(A):
+    """Per-column powers of two bringing each column's largest entry into [0.5, 1) (1 for a
+    zero column): dividing by them is exact, and the column span does not change."""
+    m = np.max(np.abs(A), axis=0) if A.size else np.zeros(A.shape[1])
+    return _validate.pow2_of(m)
+
+
+def _equilibrated_rank(A, rcond, rank):
+    """Numerical rank of A with columns equilibrated (:func:`_column_scales`), with lstsq's
+    rule (singular values above rcond * the largest): invariant to the scale of each column.
+    ``rank`` (A's own) is returned when all columns have the same power-of-two scale (then the
+    equilibration is an exact global rescaling and changes no decision)."""
+    d = _column_scales(A)
+    if d.size == 0 or np.all(d == d[0]):
+        return rank
+    sv = np.linalg.svd(A / d, compute_uv=False)
+    return int(np.sum(sv > rcond * sv[0])) if sv.size and sv[0] > 0 else 0
 
 
 def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: float = 1e-12):
@@ -586,7 +604,9 @@ def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: flo
         min_order: smallest subset size :math:`|J|` included (2: the paper's
             :math:`2^n - n - 1` problems).
         rcond: relative cut-off below which eigenvalues of the features' second-moment matrix
-            :math:`(1-\alpha)2^{-n}\Phi^\top\Phi` are dropped (rank-deficient features).
+            :math:`(1-\alpha)2^{-n}\Phi^\top\Phi` are dropped (rank-deficient features);
+            decided on the features with columns equilibrated (each scaled by a power of two
+            to a largest entry in ``[0.5, 1)``), so rescaling a feature changes no edge.
 
     Returns:
         ``(edges, subsets)``: ``(S,)`` float64 array of exact best edges, and the list of the
@@ -614,9 +634,7 @@ def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: flo
     min_order = _validate.integer("min_order", min_order, minimum=1)
     if min_order > n:
         raise ValueError(f"min_order must be in [1, n] = [1, {n}], got {min_order}")
-    if (isinstance(rcond, bool) or not isinstance(rcond, numbers.Real)
-            or not 0.0 <= float(rcond) < 1.0):
-        raise ValueError(f"rcond must be a number in [0, 1), got {rcond!r}")
+    rcond = _validate.scalar("rcond", rcond, minimum=0.0, maximum=1.0, allow_max=False)
     weight = (1.0 - alpha) / size
     # the edges do not depend on the scale of the features (the best w absorbs it): divide by
     # a power of two (exact, so results within range are bit-for-bit unchanged) to bring
@@ -625,6 +643,15 @@ def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: flo
     phi = phi / _validate.pow2_scale(phi)
     lam, V = np.linalg.eigh(weight * phi.T @ phi)          # p x p: cheaper than an SVD
     keep = lam > rcond * max(lam.max(), np.finfo(float).tiny)
+    d = _column_scales(phi)
+    if not np.all(d == d[0]):
+        # the rank decision must not depend on the scale of each feature: with columns
+        # equilibrated (exact powers of two; the span, hence every edge, is unchanged) rcond
+        # may keep a different number of eigenvalues, and then that decision is used
+        lam_d, V_d = np.linalg.eigh(weight * (phi / d).T @ (phi / d))
+        keep_d = lam_d > rcond * max(lam_d.max(), np.finfo(float).tiny)
+        if keep_d.sum() != keep.sum():
+            phi, lam, V, keep = phi / d, lam_d, V_d, keep_d
     psi = phi @ (V[:, keep] / np.sqrt(lam[keep]))          # (2^n, r), weight * psi^T psi = I
     subsets = [J for r in range(min_order, n + 1) for J in itertools.combinations(range(n), r)]
     masks = np.array([sum(1 << (n - 1 - i) for i in J) for J in subsets], dtype=np.int64)
@@ -637,7 +664,15 @@ def leaky_kernel_edges(features, alpha: float, *, min_order: int = 2, rcond: flo
     R = weight * table.reshape(size, -1)[masks].T          # (r, S)
     Uj = psi[masks]                                        # x^J: +1 exactly on J
     ur = np.einsum("sr,rs->s", Uj, R)
-    edges = 0.5 * (np.sum(R**2, axis=0) - alpha * ur**2 / (1.0 + alpha * np.sum(Uj**2, axis=1)))
+    # ||r||^2 - a (u.r)^2 / (1 + a ||u||^2) = (||r||^2 + a ||u||^2 ||r_perp||^2) / (1 + a ||u||^2)
+    # with r_perp = r - (u.r / ||u||^2) u (Lagrange's identity): a sum of nonnegative terms,
+    # without the cancellation of the difference when r is nearly parallel to u (the same
+    # 1 - cos^2 pattern as in kernel_distance)
+    r2 = np.sum(R**2, axis=0)
+    u2 = np.sum(Uj**2, axis=1)
+    coef = np.where(u2 > 0, ur / np.where(u2 > 0, u2, 1.0), 0.0)
+    perp2 = np.sum((R - coef[None, :] * Uj.T) ** 2, axis=0)
+    edges = 0.5 * (r2 + alpha * u2 * perp2) / (1.0 + alpha * u2)
     return edges, subsets
 
 

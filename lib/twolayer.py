@@ -69,8 +69,10 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
     scale = _validate.positive("scale", scale)
     symmetric = _validate.boolean("symmetric", symmetric)
     if d * width > MAX_ENTRIES:
-        raise ValueError(f"d * width = {d * width:.3g} weights exceed MAX_ENTRIES = "
-                         f"{MAX_ENTRIES:.3g} ({8 * d * width / 2**30:.3g} GiB)")
+        # Python ints of any size (10**400) are formatted as ints, not floats (OverflowError)
+        raise ValueError(f"d * width = {_validate._short(d * width)} weights exceed "
+                         f"MAX_ENTRIES = {MAX_ENTRIES} ({_validate._short(8 * d * width // 2**30)}"
+                         " GiB)")
     if symmetric and width % 2:
         raise ValueError(f"width must be even when symmetric=True, got {width}")
     try:
@@ -119,7 +121,9 @@ def two_layer(params, x, output_scale: float = 1.0):
             non-scalar or non-positive ``output_scale``; and, when the inputs are concrete (not
             traced by ``jax.jit``/``grad``/``vmap``), NaN or inf in the inputs (checked before
             computing) or an output beyond float64's range (an intermediate product that
-            overflows while the output is finite is recomputed in scaled form).
+            overflows while the output is finite is recomputed in scaled form, and so is an
+            output below 1e-290 in magnitude, which XLA's flushing of subnormal inputs,
+            weights or ``output_scale`` would turn into 0).
 
     Example:
         >>> import jax.numpy as jnp
@@ -165,7 +169,8 @@ def two_layer_batch(params, X, output_scale: float = 1.0):
     s = _scale(output_scale)
     _finite_inputs((a, B, X))
     return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X),
-                          lambda: _scaled_output(a, B, X, s))
+                          lambda rows=None: _scaled_output(
+                              a, B, X if rows is None else np.asarray(X)[rows], s))
 
 
 def _scale(output_scale):
@@ -190,8 +195,22 @@ def _finite_output(out, inputs, scaled=None):
     """Return a concrete result if finite; else recompute it in scaled form (an intermediate
     such as a_j (b_j^T x)_+ may overflow while the output s/m sum_j ... is finite) and raise
     only when the output itself is beyond float64's range, naming the cause."""
-    if isinstance(out, jax.core.Tracer) or np.isfinite(np.asarray(out)).all():
+    if isinstance(out, jax.core.Tracer):
         return out
+    if np.isfinite(np.asarray(out)).all():
+        small = np.abs(np.asarray(out)) < _SMALL
+        if not small.any() or scaled is None or any(isinstance(v, jax.core.Tracer)
+                                                    for v in inputs):
+            return out
+        # an output near or below the smallest normal float64 (or 0): XLA on CPU flushes
+        # subnormal inputs, weights and intermediate products to zero, so a true value such
+        # as 6.7e-302 came out 0; those entries are recomputed in scaled form (numpy), the
+        # others are kept bit-for-bit
+        if np.ndim(out) == 0:
+            return jnp.asarray(np.asarray(scaled()).reshape(()))
+        fixed = np.array(out, dtype=np.float64)
+        fixed[small] = scaled(small)  # only the small rows are recomputed
+        return jnp.asarray(fixed)
     names = ("params['a']", "params['B']", "the input")
     for name, v in zip(names, inputs, strict=True):
         if not isinstance(v, jax.core.Tracer) and not np.isfinite(np.asarray(v)).all():
@@ -208,10 +227,21 @@ def _scaled_output(a, B, X, s):
     """s/m relu(X B^T) a computed on a / max|a|, B / max|B|, X / max|X| (the network is
     1-homogeneous in each), the scales multiplied back at the end (numpy)."""
     a, B, X = (np.asarray(v, dtype=np.float64) for v in (a, B, X))
-    sa, sb, sx = (max(_validate.max_abs(v), 1e-300) for v in (a, B, X))
-    unit = np.maximum((X / sx) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
+    sa, sb = (_validate.pow2_scale(v) for v in (a, B))  # exact divisions
+    mx = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    sx = _validate.pow2_of(mx)  # one power of two per input (row)
+    unit = np.maximum((X / sx[:, None]) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
+    # all scales as one power of two applied last (a single rounding, even for a subnormal
+    # output_scale or result)
+    mant, exp = np.frexp(float(s))
+    exp = int(exp) + int(np.frexp(sa)[1]) + int(np.frexp(sb)[1]) - 2 + np.frexp(sx)[1] - 1
     with np.errstate(over="ignore", under="ignore"):
-        return (((unit * float(s)) * sa) * sb) * sx
+        return np.ldexp(unit * mant, exp)
+
+
+_SMALL = 1e-290
+"""Outputs below this in magnitude (including 0) are recomputed in scaled form when the inputs
+are concrete: below ~2.2e-308 XLA flushes subnormal numbers to zero."""
 
 
 def _unpack(params):

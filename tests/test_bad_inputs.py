@@ -793,3 +793,255 @@ def test_kernel_regression_names_rcond_when_it_drops_eigenvalues():
     want = [float((1 - 2 * k) / det), float((2 - k) / det)]
     c = np.asarray(kernels.kernel_regression(K, np.array([1.0, 2.0]), rcond=1e-14))
     assert np.allclose(c, want, rtol=1e-3, atol=0)  # cond(K) eps ~ 2e12 * 1.1e-16
+
+
+# ------------------------------------------------ round 4: findings of the third fresh breaker
+
+def _frac_decimal(f, prec=60):
+    import decimal
+    decimal.getcontext().prec = prec
+    return decimal.Decimal(f.numerator) / decimal.Decimal(f.denominator)
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-6])
+def test_kernel_distance_of_nearly_equal_kernels_is_accurate(eps):
+    # was 0.0 at 1e-8 (true 3.3e-17) and 4e-4 off at 1e-6: 1 - cos computed directly.
+    # Reference: 1 - <a, b> / sqrt(|a|^2 |b|^2) = (|a|^2 |b|^2 - <a, b>^2) / (s (s + <a, b>)),
+    # s = sqrt(|a|^2 |b|^2), in exact rationals (the inputs are floats, hence rationals)
+    from fractions import Fraction as F
+    rng = np.random.default_rng(0)
+    K0 = rng.standard_normal((5, 5))
+    K0 = K0 @ K0.T
+    E = rng.standard_normal((5, 5))
+    K1 = K0 + eps * (E + E.T)
+    a, b = [F(v) for v in K0.ravel()], [F(v) for v in K1.ravel()]
+    ip = sum(x * y for x, y in zip(a, b, strict=True))
+    n0, n1 = sum(x * x for x in a), sum(y * y for y in b)
+    s = (_frac_decimal(n0) * _frac_decimal(n1)).sqrt()
+    want = float(_frac_decimal(n0 * n1 - ip * ip) / (s * (s + _frac_decimal(ip))))
+    assert kernels.kernel_distance(K0, K1) == pytest.approx(want, rel=1e-9, abs=0)
+
+
+def test_smoothed_margin_when_beta_times_the_scale_overflows():
+    # was NaN (beta * s = 2 * 2^1023 overflows, then inf * 0). F = m - log(mean e^{-beta d})/beta
+    assert float(margins.smoothed_margin([1e308, -1e308], beta=2.0)) == -1e308  # + log(2)/2
+    # the middle point (d = 1e-10) must not be treated as infinitely far: log(3/2) / 2
+    got = float(margins.smoothed_margin([1e308, 0.0, 1e-10], beta=2.0))
+    want = -np.log((1.0 + np.exp(-2e-10)) / 3.0) / 2.0
+    assert got == pytest.approx(want, rel=1e-14, abs=0)
+
+
+def test_q_with_subnormal_alpha_power_is_refused_naming_alpha():
+    # was NaN: alpha**2 = 1e-320 is subnormal and XLA flushes it (beta / 0)
+    with pytest.raises(ValueError, match="alpha\\*\\*2.*subnormal|alpha\\*\\*2.*smallest normal"):
+        diagonal.Q([1e-300], 1e-160)
+    with pytest.raises(ValueError, match="alpha\\*\\*3"):
+        diagonal.dual_objective(np.zeros(1), np.ones((1, 2)), np.ones(1), 1e-105, depth=3)
+    with pytest.raises(ValueError, match="alpha\\*\\*2.*overflows"):
+        diagonal.Q([1.0], 1e160)
+    # the normal range is unchanged: Q = alpha^2 q(beta / alpha^2), q(2) = 2 - sqrt 8 + 2 asinh 1
+    q2 = 2 - np.sqrt(8.0) + 2 * np.arcsinh(1.0)
+    assert float(diagonal.Q([2e-300], 1e-150)) == pytest.approx(1e-300 * q2, rel=1e-13)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: diagonal.Q([1.0], 1.0, depth=10**400), "depth"),
+    (lambda: diagonal.h_D(0.5, depth=10**400), "depth"),
+    (lambda: diagonal.q_D(0.5, depth=10**400), "depth"),
+    (lambda: twolayer.init_two_layer(jax.random.key(0), 10**400, 4), "d \\* width"),
+    (lambda: twolayer.init_two_layer(jax.random.key(0), 2, 10**400), "d \\* width"),
+    (lambda: parity.bsp_second_moments(3, 10**400), "alpha"),
+    (lambda: parity.bsp_correlations(3, [0], 10**400), "alpha"),
+    (lambda: parity.best_feature_loss(np.ones((8, 1)), parity.parity_atoms(3, [0], 0.0),
+                                      rcond=10**400), "rcond"),
+    (lambda: parity.leaky_kernel_edges(np.ones((8, 1)), 10**400), "alpha"),
+    (lambda: parity.leaky_kernel_edges(np.ones((8, 1)), 0.1, rcond=10**400), "rcond"),
+])
+def test_huge_python_ints_give_a_value_error_naming_the_argument(call, name):
+    # was OverflowError (int too large to convert to float)
+    with pytest.raises(ValueError, match=f"^{name}\\b"):
+        call()
+
+
+@pytest.mark.parametrize("a, b, x, s", [
+    (1e-150, 1e-150, 1e-2, 1.0),     # product 1e-302: intermediates flushed by XLA
+    (1.0, 1.0, 1e-310, 1.0),         # subnormal input
+    (1e-310, 1.0, 1.0, 1.0),         # subnormal output weight
+    (1.0, 1.0, 1.0, 1e-310),         # subnormal output_scale
+])
+def test_two_layer_with_subnormal_quantities_is_not_zero(a, b, x, s):
+    # was 0.0; one unit, b x > 0: f = s a (b x) exactly (up to one rounding)
+    from fractions import Fraction as F
+    p = {"a": jnp.array([a]), "B": jnp.array([[b]])}
+    want = float(F(s) * F(a) * F(b) * F(x))
+    assert float(twolayer.two_layer(p, jnp.array([x]), output_scale=s)) == \
+        pytest.approx(want, rel=1e-12, abs=0)
+    got = np.asarray(twolayer.two_layer_batch(p, jnp.array([[x], [2.0]]), output_scale=s))
+    assert got[0] == pytest.approx(want, rel=1e-12, abs=0)
+    assert got[1] == pytest.approx(float(F(s) * F(a) * F(b) * 2), rel=1e-12, abs=0)
+
+
+def test_best_feature_loss_and_leaky_edges_do_not_depend_on_column_scaling():
+    # was 0.5 (loss) and edge 0.0 with columns x [1e-6, 1, 1e6]: rcond decided on the
+    # unequilibrated matrix dropped the parity feature. The target parity chi_{0,1} is
+    # itself a feature: loss 0. The leaky edges are compared with 0.5 - the weighted least-
+    # squares loss on the leaky atoms of the unscaled features (another algorithm)
+    import itertools
+    atoms = parity.parity_atoms(4, [0, 1], 0.0)
+    x = np.asarray(atoms[0])
+    phi = np.column_stack([x[:, 0] * x[:, 1], x[:, 2], x[:, 3]])
+    for sc in ([1e-5, 1.0, 1e5], [1e-6, 1.0, 1e6]):
+        assert parity.best_feature_loss(phi * np.array(sc), atoms)[0] <= 1e-25
+
+    def feats(z):
+        z = np.asarray(z)
+        return np.column_stack([z[:, 0] * z[:, 1], z[:, 2], z[:, 3] * z[:, 0]])
+
+    cube = np.array(list(itertools.product((-1.0, 1.0), repeat=4)))
+    alpha = 0.2
+    for J in [(0, 1), (0, 3), (1, 2)]:
+        want = 0.5 - parity.best_feature_loss(feats, parity.parity_atoms(4, J, alpha, "leaky"))[0]
+        for sc in ([1e-5, 1.0, 1e5], [1e-7, 1.0, 1e7]):
+            edges, subsets = parity.leaky_kernel_edges(feats(cube) * np.array(sc), alpha)
+            assert edges[subsets.index(J)] == pytest.approx(want, rel=1e-10, abs=1e-14)
+
+
+@pytest.mark.parametrize("t", [1e-3, 1e-5, 1e-7, 1e-9])
+@pytest.mark.parametrize("kappa", [0.0, 1.0])
+def test_relu_ntk_near_antiparallel_inputs_is_accurate(t, kappa):
+    # x = (1, 0), x' = (-1, t): pi - phi = atan t. Was off by a factor up to 3.7e5 at kappa = 0
+    # (cancellation in sin phi + (pi - phi) cos phi = sin e - e cos e ~ e^3 / 3). Reference:
+    # exact rational Taylor series of atan and of sin e - e cos e at the float t
+    import math
+    from fractions import Fraction as F
+    e = sum(F((-1) ** k, 2 * k + 1) * F(t) ** (2 * k + 1) for k in range(12))
+    f = sum(F((-1) ** (k + 1) * 2 * k, math.factorial(2 * k + 1)) * e ** (2 * k + 1)
+            for k in range(1, 12))
+    d = 2
+    want = math.sqrt(1 + t * t) * float(f) / (2 * math.pi * d) - kappa ** 2 * float(e) / (
+        2 * math.pi)
+    got = float(ntk.relu_ntk(np.array([[1.0, 0.0]]), np.array([[-1.0, t]]), kappa=kappa)[0, 0])
+    assert got == pytest.approx(want, rel=1e-13, abs=0)
+
+
+def test_kernel_max_margin_on_a_near_singular_k_verifies_in_original_coordinates():
+    # K = Phi Phi^T with feature scales 1, 1e-4, 1e-6: the margin was returned 1.4e-4 off
+    # (verified only in the eigenbasis). Either it matches the primal max-margin on Phi
+    # (lib.convex.max_margin, verified KKT) to 1e-6, or a ValueError names K with residuals
+    rng = np.random.default_rng(1)
+    Phi = rng.standard_normal((8, 4)) * np.array([1, 1, 1e-4, 1e-6])
+    y = np.sign(Phi @ (rng.standard_normal(4) / np.array([1, 1, 1e-4, 1e-6])))
+    with pytest.raises(ValueError, match="^K is too ill-conditioned.*violates"):
+        margins.kernel_max_margin(Phi @ Phi.T, y)
+    # a well-conditioned K still gives the primal answer
+    Phi = rng.standard_normal((8, 10))
+    y = np.sign(Phi @ rng.standard_normal(10))
+    want = 1.0 / float(np.linalg.norm(np.asarray(convex.max_margin(Phi, y, p=2))))
+    assert margins.kernel_max_margin(Phi @ Phi.T, y).margin == pytest.approx(want, rel=1e-6)
+
+
+def test_claims_record_refuses_bad_value_expected_and_flag(tmp_path):
+    from lib import claims
+    kw = dict(source="s", statement="t", directory=tmp_path)
+    with pytest.raises(ValueError, match="^value is too large"):
+        claims.record("x/a", value=10**400, bounds=(0, None), **kw)
+    with pytest.raises(ValueError, match="^value .*boolean"):
+        claims.record("x/a", value=True, bounds=(0, None), **kw)
+    with pytest.raises(ValueError, match="^raise_on_failure"):
+        claims.record("x/a", value=1.0, bounds=(0, None), raise_on_failure="no", **kw)
+    with pytest.raises(ValueError, match="^expected .*shape"):  # was broadcast to (2,)
+        claims.record("x/a", value=1.0, expected=[1.0, 1.0], tolerance=0.1, **kw)
+
+
+def test_rkhs_norm_refuses_an_indefinite_k():
+    # c^T K c = 1 >= 0 for c = e_1, but K has eigenvalue -1: was 1.0 without error
+    with pytest.raises(ValueError, match="^K must be positive semidefinite"):
+        kernels.rkhs_norm(np.array([[1.0, 0.0], [0.0, -1.0]]), np.array([1.0, 0.0]))
+
+
+def test_shape_messages_print_one_axis_shapes_as_python_does():
+    with pytest.raises(ValueError, match=r"shape \(2,\), got \(3,\)"):
+        diagonal.dual_objective(np.zeros(3), np.ones((2, 2)), np.ones(2), 1.0)
+
+
+@pytest.mark.parametrize("raw", ["1_000", "+3", "٣"])
+def test_krr_seed_accepts_plain_digits_only(monkeypatch, raw):
+    monkeypatch.setenv("KRR_SEED", raw)
+    with pytest.raises(ValueError, match="KRR_SEED"):
+        lib.config.seed()
+
+
+def test_snapshot_count_is_named_snapshots():
+    with pytest.raises(ValueError, match="^snapshots"):
+        flows.gradient_descent(_quad, jnp.zeros(2), step_size=0.1, num_steps=10,
+                               snapshots=10**9)
+
+
+def test_subnormal_step_sizes_of_a_sweep_are_called_subnormal():
+    with pytest.raises(ValueError, match="subnormal"):
+        flows.gradient_descent_sweep(_quad, jnp.zeros((2, 2)), step_size=np.array([1e-310, 0.1]),
+                                     num_steps=3)
+
+
+def test_l1_interpolant_with_a_column_times_1e12_is_solved():
+    # was "the interpolant is outside float64's range" (1e12) or a RuntimeError (1e9): after
+    # dividing by max |X| the other columns fell below HiGHS's absolute tolerances. Reference:
+    # the l1 minimum over the vertices (supports of size N) solved in exact rationals
+    import itertools
+    from fractions import Fraction as F
+
+    def det3(m):
+        return (m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+                - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+                + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3, 6))
+    X[:, 0] *= 1e12
+    y = rng.standard_normal(3)
+    yf = [F(v) for v in y]
+    best = None
+    for S in itertools.combinations(range(6), 3):
+        M = [[F(X[i, j]) for j in S] for i in range(3)]
+        det = det3(M)
+        if det == 0:
+            continue
+        b = [det3([[yf[i] if k == col else M[i][k] for k in range(3)] for i in range(3)]) / det
+             for col in range(3)]  # Cramer's rule, exact
+        cost = sum(abs(v) for v in b)
+        if best is None or cost < best[0]:
+            best = (cost, S, b)
+    want = np.zeros(6)
+    want[list(best[1])] = [float(v) for v in best[2]]
+    got = np.asarray(convex.min_norm_interpolant(X, y, p=1))
+    assert np.allclose(got, want, rtol=1e-8, atol=1e-8 * np.abs(want).max())
+
+
+def test_margin_solver_error_goes_to_the_reformulation(monkeypatch):
+    # a Clarabel SolverError on the first attempt used to end the call; now the whitened
+    # problem is solved. K = diag(1, 4), y = (1, -1): margin 1 / sqrt(1 + 1/4)
+    real, calls = convex._solve, []
+
+    def flaky(problem, what):
+        calls.append(what)
+        if len(calls) == 1:
+            raise RuntimeError(f"{what}: the solver failed (numerical trouble)")
+        return real(problem, what)
+
+    monkeypatch.setattr(convex, "_solve", flaky)
+    got = margins.kernel_max_margin(np.diag([1.0, 4.0]), np.array([1.0, -1.0])).margin
+    assert len(calls) == 2
+    assert got == pytest.approx(1 / np.sqrt(1.25), rel=1e-8)
+
+
+def test_implicit_bias_limit_names_ill_conditioned_full_rank_x_as_such():
+    # cond(X) ~ 4e12 with full rank (smallest singular value far above rounding level) was
+    # called "rank deficient"; y scaled by 1e-10 must not change the consistency verdict
+    X = np.array([[1.0, 1.0, 0.0], [1.0, 1.0 + 1e-12, 0.0]])
+    with pytest.raises(ValueError, match="ill-conditioned"):
+        diagonal.implicit_bias_limit(X, np.array([1.0, 2.0]), 1.0)
+    Xr = np.array([[1.0, 1.0, 0.0], [2.0, 2.0, 0.0]])  # exactly rank 1
+    with pytest.raises(ValueError, match="inconsistent"):  # was "rank deficient" at 1e-10
+        diagonal.implicit_bias_limit(Xr, 1e-10 * np.array([1.0, 1.0]), 1.0)
+    with pytest.raises(ValueError, match="rank deficient"):
+        diagonal.implicit_bias_limit(Xr, 1e-10 * np.array([1.0, 2.0]), 1.0)
