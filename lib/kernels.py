@@ -234,8 +234,9 @@ def kernel_distance(K0, K1) -> float:
     One minus the cosine of the angle between the two matrices (Fort et al. 2020, Sec. 4,
     where it tracks how far the tangent kernel travels during training). It is 0 when ``K1``
     is a positive multiple of ``K0``, so it ignores a change of overall scale (which does not
-    change the kernel interpolant, only the speed of kernel gradient descent) and sees only a change of *shape*; it lies in ``[0, 2]``, and
-    in ``[0, 1]`` for positive semidefinite matrices.
+    change the kernel interpolant, only the speed of kernel gradient descent) and sees only a
+    change of *shape*; it lies in ``[0, 2]``, and in ``[0, 1]`` for positive semidefinite
+    matrices.
 
     Args:
         K0, K1: ``(n1, n2)`` kernel matrices, neither all zero.
