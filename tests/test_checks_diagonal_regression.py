@@ -10,7 +10,9 @@ from homework.checks import check
 
 
 def _dual(nu, X, y, alpha):
-    return alpha ** 2 * jnp.sum(jnp.exp(X.T @ nu) + jnp.exp(-X.T @ nu)) - y @ nu
+    # H_3(z) = ((1 - z)^-2 + (1 + z)^-2) / 2, integrated by hand from h_3
+    z = X.T @ nu
+    return alpha ** 3 * jnp.sum(0.5 / (1 - z) ** 2 + 0.5 / (1 + z) ** 2) - y @ nu
 
 
 def _alpha_for_l1(X, y, depth, eps):
@@ -28,10 +30,11 @@ def _alpha_for_l1(X, y, depth, eps):
     return float(np.exp(lo))
 
 
-CORRECT = {"diagonal_regression/dual-d2": _dual,
+CORRECT = {"diagonal_regression/dual-d3": _dual,
            "diagonal_regression/alpha-for-l1": _alpha_for_l1}
 WRONG = {
-    "diagonal_regression/dual-d2": lambda nu, X, y, alpha: alpha * jnp.sum(jnp.cosh(X.T @ nu))
+    # the D = 2 answer (2 alpha^2 cosh) where D = 3 is asked
+    "diagonal_regression/dual-d3": lambda nu, X, y, alpha: alpha ** 2 * jnp.sum(2 * jnp.cosh(X.T @ nu))
     - y @ nu,
     "diagonal_regression/alpha-for-l1": lambda X, y, depth, eps: 1e-300,
 }
@@ -43,8 +46,9 @@ def test_too_large_alpha_fails():
 
 
 def test_sign_error_in_dual_is_named():
-    result = check("diagonal_regression/dual-d2",
-                   lambda nu, X, y, a: -(a ** 2 * jnp.sum(2 * jnp.cosh(X.T @ nu)) - y @ nu),
+    result = check("diagonal_regression/dual-d3",
+                   lambda nu, X, y, a: -(a ** 3 * jnp.sum(0.5 / (1 - X.T @ nu) ** 2
+                                                          + 0.5 / (1 + X.T @ nu) ** 2) - y @ nu),
                    quiet=True)
     assert result.status == "fails" and "sign" in result.message
 
