@@ -34,8 +34,8 @@ CORRECT = {"diagonal_regression/dual-d3": _dual,
            "diagonal_regression/alpha-for-l1": _alpha_for_l1}
 WRONG = {
     # the D = 2 answer (2 alpha^2 cosh) where D = 3 is asked
-    "diagonal_regression/dual-d3": lambda nu, X, y, alpha: alpha ** 2 * jnp.sum(2 * jnp.cosh(X.T @ nu))
-    - y @ nu,
+    "diagonal_regression/dual-d3": lambda nu, X, y, alpha:
+        alpha ** 2 * jnp.sum(2 * jnp.cosh(X.T @ nu)) - y @ nu,
     "diagonal_regression/alpha-for-l1": lambda X, y, depth, eps: 1e-300,
 }
 

@@ -26,7 +26,8 @@ def _dual_d3(answer, key):
     alpha = 0.7
     nus = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (4, X.shape[0])))
     # points inside the domain, some of them near its boundary, where the pole matters
-    nus = nus / np.max(np.abs(nus @ X), axis=1, keepdims=True) * np.array([[0.2], [0.5], [0.8], [0.95]])
+    inside = np.array([[0.2], [0.5], [0.8], [0.95]])
+    nus = nus / np.max(np.abs(nus @ X), axis=1, keepdims=True) * inside
     got = np.array([float(answer(nu, X, y, alpha)) for nu in nus])
     want = np.array([float(diagonal.dual_objective(nu, X, y, alpha, 3)) for nu in nus])
     if not np.all(np.isfinite(got)):
