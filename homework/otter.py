@@ -200,6 +200,21 @@ def test_attempted(env):
 test_attempted(globals())"""
 
 
+# How a hidden test gets the verifier: this file's text executed afresh (never the module in
+# sys.modules, which the notebook may have replaced); see homework/hidden.py.
+LOAD_VERIFY = """\
+    import os, sys
+    for _base in [os.getcwd(), *sys.path]:
+        _path = os.path.abspath(os.path.join(_base or '.', 'homework', 'hidden.py'))
+        if os.path.isfile(_path):
+            break
+    _ns = {'__name__': '_krr_hidden_fresh', '__file__': _path}
+    with open(_path, 'rb') as _f:
+        exec(compile(_f.read(), _path, 'exec'), _ns)
+    verify = _ns['verify']
+"""
+
+
 def _test_cell(body: str, *, points: float, hidden: bool, failure: str | None = None) -> str:
     config = [f"points: {points}", f"hidden: {'true' if hidden else 'false'}"]
     if failure:
@@ -239,13 +254,13 @@ def question_cells(q: Question, seeds: list[int]):
     for j, seed in enumerate(seeds, 1):
         cells.append(code(_test_cell(
             f"def test_hidden_{j}(env):\n"
-            "    from homework.hidden import verify\n"
+            + LOAD_VERIFY +
             f"    verify({q.check_id!r}, env, {q.answer!r}, seed={seed})\n"
             f"test_hidden_{j}(globals())", points=1, hidden=True)))
     if q.check_id in FORBIDDEN:
         cells.append(code(_test_cell(
             "def test_own_code(env):\n"
-            "    from homework.hidden import verify\n"
+            + LOAD_VERIFY +
             f"    verify({q.check_id!r}, env, {q.answer!r}, seed={seeds[0]},\n"
             f"           forbid={FORBIDDEN[q.check_id]!r})\n"
             "test_own_code(globals())", points=1, hidden=True)))
