@@ -101,6 +101,49 @@ def test_public_test_rejects_the_stub_and_accepts_an_answer(tmp_path):
                 exec(source, env)
 
 
+def _public_value_test(nb, answer):
+    src = next(c.source for c in nb.cells if "def test_public_input" in c.source
+               and repr(answer) in c.source)
+    return src.split('""" # END TEST CONFIG\n', 1)[1]
+
+
+def test_public_value_test_checks_the_answer_on_a_public_input():
+    """``grader.check`` no longer says "All test cases passed!" for a wrong answer: the public
+    test compares the answer with the solution's value on one public input (the checker's own
+    key), except for exercises with several right answers."""
+    import jax
+
+    import lib
+
+    nb = ho.master_notebook("setup")
+    source = _public_value_test(nb, "ntk_linear_two_layer")
+    exec(source, {"ntk_linear_two_layer": _ntk})  # the closed form passes
+    for wrong, message in ((lambda U, v, x1, x2: x1 @ U.T @ U @ x2.T, "differs from the expected"),
+                           (lambda U, v, x1, x2: (x1 @ x2.T).T, "has shape"),
+                           (lambda U, v, x1, x2: None, "missing return")):
+        with pytest.raises(AssertionError, match=message):
+            exec(source, {"ntk_linear_two_layer": wrong})
+    gd = _public_value_test(nb, "gd_least_squares")
+
+    def gd_closed(X, y, eta, k):  # the k-th iterate from 0: sum_j (I - eta X^T X)^j eta X^T y
+        A = jnp.eye(X.shape[1]) - eta * X.T @ X
+        return sum(jnp.linalg.matrix_power(A, j) for j in range(k)) @ (eta * X.T @ y)
+
+    exec(gd, {"gd_least_squares": gd_closed})
+    with pytest.raises(AssertionError, match="differs"):
+        exec(gd, {"gd_least_squares": lambda X, y, eta, k: gd_closed(X, y, eta, k + 1)})
+    assert not any("def test_public_input" in c.source and "'symmetrize'" in c.source
+                   for c in nb.cells)  # several right answers: attempted only
+    del jax, lib
+
+
+def test_the_homework_setup_cell_drops_what_nothing_uses():
+    nb = ho.master_notebook("setup")
+    setup = nb.cells[2].source
+    assert "import jax.numpy as jnp" in setup and "import lib" in setup
+    assert "N, d" not in setup and "FULL" not in setup
+
+
 # --------------------------------------------------------------------------------------------
 # Hidden tests in the submission's process
 # --------------------------------------------------------------------------------------------
