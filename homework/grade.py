@@ -196,7 +196,7 @@ def read_all(subs: list[Submission]) -> None:
 # Modules whose import alone is flagged: they reach the grader's machinery (imports, the
 # interpreter's frames and objects, other processes).
 FLAGGED_MODULES = {"importlib", "builtins", "homework", "subprocess", "gc", "ctypes",
-                   "multiprocessing", "pty", "otter"}
+                   "multiprocessing", "pty"}
 # module attributes whose use is flagged (module, prefix of the attribute)
 FLAGGED_ATTRIBUTES = [("os", "fork"), ("os", "system"), ("os", "popen"), ("os", "exec"),
                       ("os", "spawn"), ("os", "posix_spawn"), ("inspect", "currentframe"),
