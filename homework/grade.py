@@ -14,8 +14,12 @@
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
   line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
   cell it died in is removed and the notebook graded again), ``error``, ``unreadable: <reason>``
-  and ``wrong chapter: <name>`` (0 out of the chapter's points). A cell stopped by the per-cell
-  limit is named in the notes with its time.
+  and ``wrong chapter: <name>`` (0 out of the chapter's points), ``flagged: <what>`` (the static
+  scan of the code cells found tampering: 0 points until the instructor reviews the notebook and
+  grades again with ``--accept-flagged <student>``). A cell stopped by the per-cell limit is
+  named in the notes with its time; a cell with a SyntaxError is named with its line.
+* Every ``.ipynb``/``.zip`` file is one row (a student with several files: ``grace``,
+  ``grace-2``, with a note); other files are ``skipped`` rows of the CSV and a console line.
 * Exit status 2 with a message when nothing gradable is found or every input is unreadable.
 """
 

@@ -223,7 +223,7 @@ LOAD_VERIFY = """\
 # objective "up to an additive constant"; a bracket of alpha; a model traced by JAX): their
 # public test checks that the answer is attempted only. Every other coding exercise gets a
 # public test on one public input (the checker's own key, the one the chapter uses).
-NO_PUBLIC_VALUE = {"setup/symmetrize", "diagonal_regression/dual-objective",
+NO_PUBLIC_VALUE = {"setup/symmetrize", "diagonal_regression/dual-d2",
                    "diagonal_regression/alpha-for-l1", "parity/beyond-kernel"}
 
 # The public value test: the answer on a public input against the solution's output there.
@@ -285,13 +285,21 @@ def public_cases(setup: str, questions) -> dict:
     if not wanted:
         return {}
     ns: dict = {"__name__": "__homework_public__"}
-    exec(compile(setup, "<setup>", "exec"), ns)  # noqa: S102 (the chapter's own code)
-    for q in wanted:
-        for src in q.solution_code:
-            exec(compile(src, f"<{q.label}>", "exec"), ns)  # noqa: S102
+    try:
+        exec(compile(setup, "<setup>", "exec"), ns)  # noqa: S102 (the chapter's own code)
+        for q in wanted:  # the solution as the homework holds it (no discussion code)
+            keep = set(re.findall(r"[A-Za-z_]\w*", q.answer or ""))
+            for src in q.solution_code:
+                exec(compile(solution_cell(src, keep), f"<{q.label}>", "exec"), ns)  # noqa: S102
+    except Exception as err:  # noqa: BLE001 (no public value tests, never a failed assign)
+        print(f"public value tests left out: the solutions did not run ({err})", file=sys.stderr)
+        return {}
     out = {}
     for q in wanted:
-        solution = eval(q.answer, ns)  # noqa: S307
+        try:
+            solution = eval(q.answer, ns)  # noqa: S307
+        except Exception:  # noqa: BLE001
+            continue
         if not callable(solution):
             continue
         calls = []
@@ -303,8 +311,10 @@ def public_cases(setup: str, questions) -> dict:
 
         try:
             checks._REGISTRY[q.check_id](recorded, checks._key(q.check_id))
-        except Exception as err:  # noqa: BLE001
-            raise RuntimeError(f"the solution of {q.check_id} fails its checker: {err}") from err
+        except Exception as err:  # noqa: BLE001 (reported; the question keeps its other tests)
+            print(f"{q.check_id}: no public value test (the solution fails its checker: {err})",
+                  file=sys.stderr)
+            continue
         if calls and not calls[0][1] and all(
                 "Tracer" not in type(a).__name__ for a in calls[0][0]):
             out[q.check_id] = calls[0][0], calls[0][2]
