@@ -189,8 +189,12 @@ def _compare_outside(exercise: str, seed: int, record: dict) -> tuple[bool, str]
 
     fd, path = tempfile.mkstemp(prefix="krr-record-", suffix=".pkl")
     try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(record, f)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(record, f)
+        except Exception as err:  # noqa: BLE001 (an output that is not plain data)
+            return False, (f"the grader could not record what your function returned "
+                           f"({type(err).__name__}): return arrays or numbers")
         proc = _reference_process()
         proc.stdin.write(json.dumps({"exercise": exercise, "seed": seed, "record": path}) + "\n")
         proc.stdin.flush()
