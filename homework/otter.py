@@ -409,10 +409,10 @@ def _used_setup(setup: str, questions) -> str:
     if len(body) == len(tree.body):
         return setup
     lines = setup.split("\n")
-    kept = [line for node in tree.body if node in body
-            for line in lines[node.lineno - 1:node.end_lineno]]
-    # keep the blank line after the imports, as in the chapter
-    return "\n".join(kept).replace("from lib import check\n", "from lib import check\n\n") + "\n"
+    dropped = {i for node in tree.body if node not in body
+               for i in range(node.lineno - 1, node.end_lineno)}
+    text = "\n".join(line for i, line in enumerate(lines) if i not in dropped)
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
 def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=None):
@@ -445,9 +445,11 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=
         # cannot make the PDF (no LaTeX) acknowledges it and still gets the zip.
         "export_cell": {"pdf": True, "filtering": True,
                         "require_no_pdf_ack": {"message": NO_PDF_MESSAGE},
-                        "instructions": "Run this cell to make the zip file you hand in "
+                        "instructions": "Run this cell in Jupyter, in a browser, to make the zip "
+                        "file you hand in, and download it from the link the cell shows "
                         "(Gradescope: upload the zip; it holds the notebook and, when your "
-                        "machine can make it, a PDF of your written answers)."},
+                        "machine can make it, a PDF of your written answers). If the zip does "
+                        "not open, hand in the .ipynb file itself."},
         "run_tests": True,
         "autograder_files": ["homework", "lib"],
         "generate": {"pdf": True, "filtering": True, "zips": False, "show_stdout": True,

@@ -247,6 +247,11 @@ def test_the_static_scan_flags_tampering_and_not_the_handout():
 
     nb = ho.master_notebook("setup")
     code = [c for c in nb.cells if c.cell_type == "code" and "BEGIN TEST CONFIG" not in c.source]
+    code += [nbformat.v4.new_code_cell(c) for c in (  # what otter adds to the student notebook
+        '# Initialize Otter\nimport otter\ngrader = otter.Notebook("setup.ipynb")',
+        'grader.check("setup_ex_ntk_linear")',
+        "# Save your notebook first, then run this cell to export your submission.\n"
+        "grader.export(run_tests=True)")]
     assert hg.scan_notebook(nbformat.v4.new_notebook(cells=code)).flags == []  # set-up, answers
     cells = ["import numpy as np\nimport lib\nimport json",
              "np.max = lambda *a, **k: 0.0",
