@@ -52,12 +52,13 @@ clean:
 #   make assign [CHAPTER=setup]     otter master notebooks from the chapters, then `otter assign`:
 #                                   _build/assign/<chapter>/dist/student (hand out) and
 #                                   dist/autograder/*.zip (hidden tests: Gradescope or make grade)
-#   make grade SUBMISSIONS=folder [CHAPTER=setup] [GRADES=grades] [JOBS=2]
+#   make grade SUBMISSIONS=folder [CHAPTER=setup] [GRADES=grades] [JOBS=2] [ACCEPT_FLAGGED=a,b]
 #                                   grades.csv (points per question) + feedback/<student>.md
 SUBMISSIONS ?= submissions
 GRADES ?= grades
 CHAPTER ?=
 JOBS ?= 1
+ACCEPT_FLAGGED ?=
 
 .PHONY: assign grade student
 
@@ -69,7 +70,7 @@ assign: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m homework.assign $(CHAPTER)
 
 grade: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m homework.grade "$(SUBMISSIONS)" --out "$(GRADES)" --jobs $(JOBS) $(if $(CHAPTER),--chapter "$(CHAPTER)")
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m homework.grade "$(SUBMISSIONS)" --out "$(GRADES)" --jobs $(JOBS) $(if $(CHAPTER),--chapter "$(CHAPTER)") $(if $(ACCEPT_FLAGGED),--accept-flagged "$(ACCEPT_FLAGGED)")
 # Headless Chromium (Playwright driving the Debian `chromium`, offline) over every built page: math,
 # images, console errors, exercises, downloads, dark mode, axe-core audit, keyboard; screenshots
 # in _build/screenshots; a chapter figure whose alternative text is empty or its file name fails

@@ -3,6 +3,9 @@
 * :mod:`homework.checks`: the checkers of the coding exercises (references, hints).
 * :mod:`homework.edition`: reads the exercises of a chapter (the course's exercise convention).
 * :mod:`homework.otter`: otter-grader master notebooks, ``otter assign`` and grading.
+* :mod:`homework.hidden`, :mod:`homework.reference`: what the hidden tests run (in the
+  student's kernel, and in a fresh reference process outside it).
+* :mod:`homework.grade`: ``make grade`` (limits, static scan, CSV, feedback).
 
 Students install ``lib`` only; this folder stays with the instructors (the autograder zip
 built by ``make assign`` carries what the hidden tests need).

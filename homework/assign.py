@@ -13,9 +13,10 @@ from .otter import assign
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("chapters", nargs="*", help="chapter names (default: every chapter)")
-    p.add_argument("--out", default=None, help="output folder (default _build/assign)")
+    p.add_argument("--out", default=None, help="output folder (None: _build/assign)")
     p.add_argument("--no-run-tests", action="store_true",
                    help="do not let otter run the tests on the solutions (faster)")
     p.add_argument("--gradescope", nargs=2, metavar=("COURSE_ID", "MANUAL_ASSIGNMENT_ID"),

@@ -3,8 +3,10 @@
 ``write_cases(assign_dist, folder)`` writes them from the setup chapter's ``otter assign``
 output (the solution notebook in ``dist/autograder`` and the student notebook in
 ``dist/student``) and returns ``{student: expected}`` where ``expected`` is ``{"status": ...,
-"points": {question: points}}``; a status is matched as a prefix ("unreadable: not a
-notebook" matches "unreadable: not a notebook (NotJSONError: ...)"). Used by
+"points": {question: points}}`` (and, for a notebook the static scan flags, ``"otter"``:
+the points otter gave, withheld until the instructor reviews it); a status is matched as a
+prefix ("unreadable: not a notebook" matches "unreadable: not a notebook (NotJSONError: ...)").
+``SKIPPED`` lists the files that are not submissions (a CSV row each, no feedback). Used by
 ``tests/test_grading.py`` and ``scripts/bench_grading.py``; a folder of them is also a
 demonstration for instructors.
 """
@@ -19,6 +21,8 @@ from pathlib import Path
 NTK, SYM, GD = "setup_ex_ntk_linear", "setup_ex_symmetrize", "setup_ex_gd_least_squares"
 FULL = {NTK: 3.0, SYM: 2.0, GD: 3.0}
 ZERO = {NTK: 0.0, SYM: 0.0, GD: 0.0}
+
+SKIPPED = ["grace/notes.txt"]
 
 # A process a submission starts in a session of its own: the grader must kill it.
 ESCAPE_MARK = "krr-escaped-child-7f3a"
@@ -49,6 +53,21 @@ def _zeros(f, params, x1, x2=None, **kwargs):
     x2 = x1 if x2 is None else x2
     return jnp.zeros((x1.shape[0], x2.shape[0]))
 lib.ntk.empirical_ntk = lib.empirical_ntk = _zeros
+""",
+    # replaces the hidden tests' verifier in sys.modules (answers 0): the hidden tests execute
+    # homework/hidden.py afresh, so this changes nothing (and the scan flags it)
+    "verifier": """\
+try:
+    import homework.hidden as _h
+    _h.verify = lambda *a, **k: None
+except ImportError:
+    pass
+""",
+    # makes numpy.max return 0, so that assert_close's max |got - want| is 0 in the kernel: the
+    # comparison in the reference process (a fresh Python) rejects the zeros
+    "numpy_max": """\
+import numpy
+numpy.max = lambda *a, **k: 0.0
 """,
     "runaway": """\
 while True:
@@ -105,11 +124,13 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
     blank = json.loads(next((dist / "student").glob("*.ipynb")).read_text())
     expected: dict[str, dict] = {}
 
-    def put(name, nb, points, status="graded", path=None):
+    def put(name, nb, points, status="graded", path=None, otter=None):
         target = folder / (path or f"{name}.ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(nb))
         expected[name] = {"status": status, "points": dict(points)}
+        if otter is not None:
+            expected[name]["otter"] = dict(otter)
 
     put("correct", solved, FULL)
     put("blank", blank, ZERO)
@@ -125,18 +146,54 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
     for name in ("ntk_linear_two_layer", "symmetrize", "gd_least_squares"):
         src = "".join(nb["cells"][_answer_index(nb, name)]["source"])
         _set_answer(nb, name, src.replace("...", "return 0"))
-    put("cheat_registry", nb, ZERO)
+    put("cheat_registry", nb, ZERO, status="flagged", otter=ZERO)
+
+    nb = copy.deepcopy(blank)
+    _insert_after_setup(nb, CELLS["verifier"])
+    for name in ("ntk_linear_two_layer", "symmetrize", "gd_least_squares"):
+        src = "".join(nb["cells"][_answer_index(nb, name)]["source"])
+        _set_answer(nb, name, src.replace("...", "return 0"))
+    put("cheat_verifier", nb, ZERO, status="flagged: imports homework", otter=ZERO)
+
+    nb = copy.deepcopy(blank)
+    _insert_after_setup(nb, CELLS["numpy_max"])
+    _set_answer(nb, "ntk_linear_two_layer", "def ntk_linear_two_layer(U, v, x1, x2):\n"
+                "    return jnp.zeros((x1.shape[0], x2.shape[0]))\n")
+    _set_answer(nb, "symmetrize", "def symmetrize(a, B):\n"
+                "    return jnp.zeros(2 * a.shape[0]), jnp.zeros((2 * B.shape[0], B.shape[1]))\n")
+    _set_answer(nb, "gd_least_squares", "def gd_least_squares(X, y, eta, k):\n"
+                "    return jnp.zeros(X.shape[1])\n")
+    put("cheat_numpy", nb, ZERO, status="flagged: assigns numpy.max", otter=ZERO)
+
+    # a SyntaxError in an answer cell: the feedback names the cell and the line
+    nb = copy.deepcopy(solved)
+    _set_answer(nb, "ntk_linear_two_layer", "def ntk_linear_two_layer(U, v, x1, x2):\n"
+                "    return (x1 @ U.T) @ (U @ x2.T) + (v @ v) * (x1 @ x2.T\n")
+    put("syntax_error", nb, {**FULL, NTK: 0.0})
+
+    # one student, two files (a notebook and a zip): two rows with a note; a text file beside
+    # them is not a submission (a "skipped" line in the CSV and the console)
+    put("grace", solved, FULL, path="grace/setup.ipynb")
+    with zipfile.ZipFile(folder / "grace" / "bob.zip", "w") as z:
+        z.writestr("setup.ipynb", json.dumps(solved))
+    expected["grace-2"] = {"status": "graded", "points": dict(FULL)}
+    (folder / "grace" / "notes.txt").write_text("my notes\n")
+
+    # the export cell run without a browser: a zip that does not open
+    (folder / "broken.zip").write_bytes(b"PK\x03\x04" + b"\0" * 20)
+    expected["broken"] = {"status": "unreadable: broken zip (re-export)", "points": dict(ZERO)}
 
     nb = copy.deepcopy(blank)
     _insert_after_setup(nb, CELLS["json"])
-    put("cheat_json", nb, ZERO, status="error")  # breaks its own kernel: 0, flagged
+    put("cheat_json", nb, ZERO, status="flagged: assigns json.dumps", otter=ZERO)  # (error)
 
     nb = copy.deepcopy(solved)
     _insert_after_setup(nb, CELLS["zeros_ntk"])
     _set_answer(nb, "ntk_linear_two_layer",
                 "def ntk_linear_two_layer(U, v, x1, x2):\n"
                 "    return jnp.zeros((x1.shape[0], x2.shape[0]))\n")
-    put("cheat_zeros", nb, {**FULL, NTK: 0.0})
+    put("cheat_zeros", nb, ZERO, status="flagged: assigns lib.ntk.empirical_ntk",
+        otter={**FULL, NTK: 0.0})
 
     nb = copy.deepcopy(solved)
     _set_answer(nb, "ntk_linear_two_layer",
@@ -162,6 +219,10 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
         for case in ("runaway", "escape", "flood", "kernel_killer"):
             nb = copy.deepcopy(solved)
             nb["cells"].insert(len(nb["cells"]) - 2, _code(CELLS[case]))
-            # the kernel killer's cell is removed and the notebook graded again: full points
-            put(case, nb, FULL, status="kernel died" if case == "kernel_killer" else "graded")
+            # the kernel killer's cell is removed and the notebook graded again: full points;
+            # the escape imports subprocess: flagged, its points withheld until review
+            if case == "escape":
+                put(case, nb, ZERO, status="flagged: imports subprocess", otter=FULL)
+            else:
+                put(case, nb, FULL, status="kernel died" if case == "kernel_killer" else "graded")
     return expected

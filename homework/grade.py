@@ -14,8 +14,12 @@
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
   line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
   cell it died in is removed and the notebook graded again), ``error``, ``unreadable: <reason>``
-  and ``wrong chapter: <name>`` (0 out of the chapter's points). A cell stopped by the per-cell
-  limit is named in the notes with its time.
+  and ``wrong chapter: <name>`` (0 out of the chapter's points), ``flagged: <what>`` (the static
+  scan of the code cells found tampering: 0 points until the instructor reviews the notebook and
+  grades again with ``--accept-flagged <student>``). A cell stopped by the per-cell limit is
+  named in the notes with its time; a cell with a SyntaxError is named with its line.
+* Every ``.ipynb``/``.zip`` file is one row (a student with several files: ``grace``,
+  ``grace-2``, with a note); other files are ``skipped`` rows of the CSV and a console line.
 * Exit status 2 with a message when nothing gradable is found or every input is unreadable.
 """
 
@@ -55,6 +59,7 @@ class Submission:
     nb: object = None
     chapter: str | None = None
     error: str | None = None
+    note: str = ""  # e.g. "one of 2 files of grace"
 
 
 @dataclass
@@ -67,6 +72,7 @@ class Row:
     messages: dict = field(default_factory=dict)  # question -> feedback text
     notes: str = ""
     seconds: float = 0.0
+    otter_scores: dict | None = None  # a flagged row: otter's points, withheld until review
 
     @property
     def total(self):
@@ -87,8 +93,15 @@ def _skip(p: Path, root: Path) -> bool:
     return any(part.startswith(".") or part == "__MACOSX" for part in parts)
 
 
-def collect(folder: str | os.PathLike, work: Path) -> list[Submission]:
+def collect(folder: str | os.PathLike, work: Path, skipped: list | None = None
+            ) -> list[Submission]:
     """The submissions under ``folder`` (a folder or one file); zips are extracted into ``work``.
+
+    Every ``.ipynb`` (any letter case) and ``.zip`` file is a submission; the student is the
+    first subfolder under ``folder`` or else the file's name. A student with several files gets
+    one row per file (``grace``, ``grace-2``, ...), each with a note naming the others. Other
+    files (``.txt``, ``.pdf``, ...) are not submissions: their paths are appended to
+    ``skipped`` (hidden files, ``.ipynb_checkpoints`` and ``__MACOSX`` are ignored silently).
 
     Raises:
         GradeError: ``folder`` does not exist or holds no ``.ipynb``/``.zip`` file.
@@ -96,9 +109,11 @@ def collect(folder: str | os.PathLike, work: Path) -> list[Submission]:
     root = Path(folder)
     if not root.exists():
         raise GradeError(f"SUBMISSIONS: {root} does not exist")
-    files = [root] if root.is_file() else sorted(
-        p for p in root.rglob("*") if p.is_file() and not _skip(p, root)
-        and p.suffix.lower() in (".ipynb", ".zip"))
+    every = [root] if root.is_file() else sorted(
+        p for p in root.rglob("*") if p.is_file() and not _skip(p, root))
+    files = [p for p in every if p.suffix.lower() in (".ipynb", ".zip")]
+    if skipped is not None:
+        skipped.extend(p for p in every if p not in files)
     if not files:
         raise GradeError(f"SUBMISSIONS: no submission in {root} (expected .ipynb files, in any "
                          "letter case, flat or in one subfolder per student, or otter zip "
@@ -122,16 +137,27 @@ def collect(folder: str | os.PathLike, work: Path) -> list[Submission]:
                     target.write_bytes(z.read(names[0]))
                     subs.append(Submission(student, target, p))
             except (zipfile.BadZipFile, OSError) as err:
-                subs.append(Submission(student, p, p, error=f"not a zip file ({err})"))
+                subs.append(Submission(
+                    student, p, p, error="broken zip (re-export)",
+                    note=f"the zip does not open ({err}): run the notebook's export cell in "
+                    "Jupyter in a browser and download the zip from the link it shows (or hand "
+                    "in the .ipynb itself)"))
         else:
             subs.append(Submission(student, p, p))
-    # one row per student: a name seen twice gets a suffix
-    seen: dict[str, int] = {}
+    # one row per file: a student seen twice gets a suffix and a note in every row
+    by_student: dict[str, list[Submission]] = {}
     for s in subs:
-        n = seen.get(s.student, 0)
-        seen[s.student] = n + 1
-        if n:
-            s.student = f"{s.student}-{n + 1}"
+        by_student.setdefault(s.student, []).append(s)
+    for name, group in by_student.items():
+        if len(group) == 1:
+            continue
+        rows = [name] + [f"{name}-{k}" for k in range(2, len(group) + 1)]
+        files = ", ".join(str(g.origin.relative_to(root) if root.is_dir() else g.origin)
+                          for g in group)
+        for s, row_name in zip(group, rows):
+            s.student = row_name
+            s.note = (f"{name} handed in {len(group)} files ({files}), graded in the rows "
+                      f"{', '.join(rows)}: keep the one that counts")
     return subs
 
 
@@ -165,6 +191,184 @@ def read_all(subs: list[Submission]) -> None:
             s.error = f"not a notebook ({type(err).__name__}: {str(err)[:120]})"
             continue
         s.chapter = notebook_chapter(s.nb)
+
+
+# --------------------------------------------------------------------------------------------
+# Static scan of the code cells (before grading)
+# --------------------------------------------------------------------------------------------
+
+# Modules whose import alone is flagged: they reach the grader's machinery (imports, the
+# interpreter's frames and objects, other processes).
+FLAGGED_MODULES = {"importlib", "builtins", "homework", "subprocess", "gc", "ctypes",
+                   "multiprocessing", "pty"}
+# module attributes whose use is flagged (module, prefix of the attribute)
+FLAGGED_ATTRIBUTES = [("os", "fork"), ("os", "system"), ("os", "popen"), ("os", "exec"),
+                      ("os", "spawn"), ("os", "posix_spawn"), ("inspect", "currentframe"),
+                      ("inspect", "stack"), ("sys", "_getframe"), ("sys", "modules"),
+                      ("sys", "settrace"), ("sys", "setprofile"), ("sys", "meta_path"),
+                      ("sys", "path_hooks")]
+FLAGGED_CALLS = {"setattr", "delattr", "exec", "eval", "compile", "__import__", "get_ipython"}
+SHELL_MAGICS = ("%system", "%sx", "%%bash", "%%sh", "%%script", "%%perl", "%%ruby", "%sc ")
+
+
+@dataclass
+class Scan:
+    flags: list = field(default_factory=list)  # "code cell 3 (`...`): assigns numpy.max"
+    syntax_errors: list = field(default_factory=list)  # (label, line, message, source)
+
+
+def _root(node):
+    """The name at the root of ``a.b[c].d`` or ``f(x).y`` (None if there is none)."""
+    import ast
+
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call | ast.Starred):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _python_of(source: str) -> tuple[str, list[str]]:
+    """The cell's source with IPython magics and shell lines blanked (``pass``), and the
+    shell commands found (``!ls``, ``%%bash``, ...)."""
+    shell = []
+    lines = source.split("\n")
+    first = lines[0].strip() if lines else ""
+    if first.startswith("%%"):
+        if first.startswith(SHELL_MAGICS):
+            shell.append(first[:40])
+        if not first.startswith(("%%time", "%%timeit", "%%capture")):
+            return "", shell
+        lines = lines[1:]
+    out = []
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped.startswith(("!", "%")):
+            if stripped.startswith("!") or stripped.startswith(SHELL_MAGICS):
+                shell.append(stripped[:40])
+            out.append(line[:len(line) - len(stripped)] + "pass")
+        else:
+            out.append(line)
+    return "\n".join(out), shell
+
+
+def scan_notebook(nb) -> Scan:
+    """Flag code that tampers with modules or the grader, and find cells that do not parse.
+
+    Flagged: an assignment (or ``del``) to an attribute or item of an imported module
+    (``numpy.max = ...``, ``lib.ntk.empirical_ntk = ...``, ``sys.modules[...] = ...``) or to a
+    ``__dict__``/``vars()``; importing :data:`FLAGGED_MODULES`; the attributes of
+    :data:`FLAGGED_ATTRIBUTES`; the calls of :data:`FLAGGED_CALLS`; ``__builtins__``; shell
+    commands (``!cmd``, ``%%bash``). Honest answers do none of these."""
+    import ast
+
+    result = Scan()
+    parsed = []
+    imported: set[str] = set()
+    n = 0
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        n += 1
+        src = c.source if isinstance(c.source, str) else "".join(c.source)
+        first = next((line for line in src.splitlines() if line.strip()), "").strip()[:60]
+        label = f"code cell {n} (`{first}`)"
+        code, shell = _python_of(src)
+        for cmd in shell:
+            result.flags.append(f"{label}: shell command `{cmd}`")
+        try:
+            tree = ast.parse(code)
+        except SyntaxError as err:
+            result.syntax_errors.append((label, err.lineno, err.msg, src))
+            continue
+        parsed.append((label, tree))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                imported.update(a.asname or a.name for a in node.names)
+    for label, tree in parsed:
+        found: list[str] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                for mod in mods:
+                    if mod.split(".")[0] in FLAGGED_MODULES:
+                        found.append(f"imports {mod.split('.')[0]}")
+                    for m, attr in FLAGGED_ATTRIBUTES:
+                        if mod.startswith(f"{m}.{attr}"):
+                            found.append(f"uses {m}.{attr}")
+            elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+                targets = (node.targets if isinstance(node, ast.Assign | ast.Delete)
+                           else [node.target])
+                stack = list(targets)
+                while stack:
+                    t = stack.pop(0)
+                    if isinstance(t, ast.Tuple | ast.List):
+                        stack.extend(t.elts)
+                        continue
+                    if not isinstance(t, ast.Attribute | ast.Subscript | ast.Starred):
+                        continue
+                    text = ast.unparse(t)
+                    if _root(t) in imported or "__dict__" in text or "vars(" in text:
+                        found.append(f"{'deletes' if isinstance(node, ast.Delete) else 'assigns'}"
+                                     f" {text[:60]}")
+            elif isinstance(node, ast.Attribute):
+                base = _root(node)
+                for m, attr in FLAGGED_ATTRIBUTES:
+                    if node.attr.startswith(attr) and isinstance(node.value, ast.Name) and \
+                            node.value.id == m:
+                        found.append(f"uses {m}.{node.attr}")
+                if node.attr in ("__builtins__", "__globals__", "__code__", "__subclasses__"):
+                    found.append(f"uses {node.attr}")
+                del base
+            elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__import__"):
+                found.append(f"uses {node.id}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in FLAGGED_CALLS:
+                found.append(f"calls {node.func.id}()")
+        for what in dict.fromkeys(found):  # once each, in order
+            result.flags.append(f"{label}: {what}")
+    return result
+
+
+def _flag_status(flags: list[str]) -> str:
+    whats = list(dict.fromkeys(f.split(": ", 1)[1] for f in flags))
+    return "flagged: " + "; ".join(whats[:3]) + (f" (+{len(whats) - 3} more)" if len(whats) > 3
+                                                 else "")
+
+
+def apply_scan(row: "Row", scan: Scan, accepted: bool) -> None:
+    """Report syntax errors and flags on a graded row; a flagged row gets 0 on every autograded
+    question (the flag cannot be attributed to one question) until the instructor reviews the
+    notebook and regrades with ``--accept-flagged <student>``."""
+    import re as _re
+
+    notes = [row.notes] if row.notes else []
+    for label, line, msg, src in scan.syntax_errors:
+        notes.append(f"{label} has a SyntaxError at line {line} ({msg}): it did not run, so "
+                     "what it defines is missing")
+        defined = set(_re.findall(r"^\s*def\s+(\w+)\s*\(|^\s*(\w+)\s*=", src, _re.M))
+        names = {a or b for a, b in defined}
+        for q, lines in row.messages.items():
+            row.messages[q] = [
+                _re.sub(r"(\w+) is not defined \(cell deleted or renamed\?\)",
+                        lambda m: (f"{m.group(1)} is not defined: {label} has a SyntaxError at "
+                                   f"line {line} ({msg}); fix it and run the cell")
+                        if m.group(1) in names else m.group(0), text) for text in lines]
+    if scan.flags:
+        otter_total = row.total
+        possible = sum(p for _, p in row.scores.values())
+        if accepted:
+            notes.append("flag reviewed and accepted (--accept-flagged): " + "; ".join(scan.flags))
+        else:
+            row.otter_scores = dict(row.scores)
+            row.status = _flag_status(scan.flags)
+            row.scores = {q: (0.0, p) for q, (_, p) in row.scores.items()}
+            notes.append("flagged by the static scan of the code cells: " + "; ".join(scan.flags)
+                         + f". Points withheld until review (otter's points: {otter_total:g} / "
+                           f"{possible:g}); to accept them, grade again with --accept-flagged "
+                           f"{row.student}")
+    row.notes = "; ".join(notes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,6 +740,28 @@ def run_docker(subs: list[Submission], chapter: str, autograder: Path, work: Pat
 # --------------------------------------------------------------------------------------------
 
 
+def _progress(row: Row, width: int = 160) -> str:
+    """One console line per submission; the notes are cut at a word, with an ellipsis."""
+    line = f"{row.student}: {row.status} {row.total if row.scores else 0:g}"
+    if row.seconds:
+        line += f" ({row.seconds:.1f} s)"
+    if row.notes:
+        room = max(20, width - len(line) - 3)
+        notes = row.notes if len(row.notes) <= room else \
+            row.notes[:room].rsplit(" ", 1)[0].rstrip(",;:") + " ..."
+        line += " - " + notes
+    return line
+
+
+def _duplicates(subs: list[Submission]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for s in subs:
+        if " handed in " in s.note:
+            found.setdefault(s.note.split(" handed in ")[0], []).append(
+                f"{s.student} ({s.origin.name})")
+    return found
+
+
 def find_autograder(chapter: str) -> Path:
     found = sorted((ROOT / "_build" / "assign" / chapter / "dist" / "autograder").glob(
         "*autograder*.zip"))
@@ -546,7 +772,7 @@ def find_autograder(chapter: str) -> Path:
 
 
 def write_outputs(rows: list[Row], out: Path, questions: list[str],
-                  possible: dict[str, float] | None = None) -> Path:
+                  possible: dict[str, float] | None = None, skipped=()) -> Path:
     """``grades.csv`` and ``feedback/<student>.md``. ``possible`` (question -> points of the
     chapter) is the denominator of the rows that were not graded (unreadable, wrong chapter,
     no result): their total is 0 out of the chapter's full points, not "0 / 0"."""
@@ -566,6 +792,9 @@ def write_outputs(rows: list[Row], out: Path, questions: list[str],
             w.writerow([r.student, r.file, r.chapter, r.status, r.total if r.scores else 0,
                         f"{denominator(r):g}", *[f"{r.scores.get(q, (0.0, 0.0))[0]:g}"
                                                 for q in questions], r.notes])
+        for p in skipped:  # not a submission: a row that says so, no points, no feedback file
+            w.writerow(["", str(p), "", "skipped: not a submission (only .ipynb and .zip "
+                        "files are graded)", "", "", *["" for _ in questions], ""])
     fb = out / "feedback"
     fb.mkdir(exist_ok=True)
     for r in rows:
@@ -633,7 +862,8 @@ def local_autograder(autograder: Path, work: Path) -> Path:
 def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grades",
           autograder: str | os.PathLike | None = None, docker: str = "auto", jobs: int = 1,
           timeout: float = 600, cell_timeout: float = 60, memory_gb: float = 6,
-          output_mb: float = 20, cache: bool = True) -> tuple[list[Row], Path]:
+          output_mb: float = 20, cache: bool = True, accept_flagged=(),
+          log=print) -> tuple[list[Row], Path]:
     """Grade the submissions in ``folder``; write the CSV and the feedback files under ``out``.
 
     Raises:
@@ -642,7 +872,8 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
     out = Path(out)
     work = Path(tempfile.mkdtemp(prefix="krr-grade-"))
     try:
-        subs = collect(folder, work)
+        skipped: list[Path] = []
+        subs = collect(folder, work, skipped)
         read_all(subs)
         readable = [s for s in subs if s.error is None]
         if not readable:
@@ -661,61 +892,92 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
         todo: list[Submission] = []
         for s in subs:
             if s.error:
-                rows.append(Row(s.student, str(s.origin), chapter, f"unreadable: {s.error}"))
+                rows.append(Row(s.student, str(s.origin), chapter, f"unreadable: {s.error}",
+                                notes=s.note))
             elif s.chapter and s.chapter != chapter:
                 rows.append(Row(s.student, str(s.origin), chapter,
                                 f"wrong chapter: {s.chapter}",
-                                notes=f"this is the notebook of chapter {s.chapter!r}, not "
-                                      f"{chapter!r}: not graded (grade it with CHAPTER="
-                                      f"{s.chapter})"))
+                                notes="; ".join(filter(None, [
+                                    f"this is the notebook of chapter {s.chapter!r}, not "
+                                    f"{chapter!r}: not graded (grade it with CHAPTER="
+                                    f"{s.chapter})", s.note]))))
             else:
                 todo.append(s)
         use_docker = docker == "yes" or (docker == "auto" and docker_available())
+        scans = {s.student: scan_notebook(s.nb) for s in todo}
+        accepted = set(accept_flagged or ())
+
+        def finish(s, row):
+            apply_scan(row, scans[s.student], s.student in accepted)
+            if s.note:
+                row.notes = "; ".join(filter(None, [row.notes, s.note]))
+            return row
+
         if use_docker and todo:
-            rows += run_docker(todo, chapter, ag, work, timeout, jobs)
+            by_name = {s.student: s for s in todo}
+            rows += [finish(by_name[r.student], r) if r.student in by_name else r
+                     for r in run_docker(todo, chapter, ag, work, timeout, jobs)]
         else:
             cache_dir = ROOT / "_build" / "grade-cache" / "jax" if cache else None
             if cache_dir:
                 cache_dir.mkdir(parents=True, exist_ok=True)
 
             def one(s):
-                row = run_local(s, chapter, ag, work, timeout=timeout, cell_timeout=cell_timeout,
-                                memory=int(memory_gb * 2**30), output_cap=int(output_mb * 2**20),
-                                cache_dir=cache_dir)
-                print(f"{row.student}: {row.status} {row.total:g} "
-                      f"({row.seconds:.1f} s){' - ' + row.notes[:100] if row.notes else ''}",
-                      flush=True)
+                row = finish(s, run_local(s, chapter, ag, work, timeout=timeout,
+                                          cell_timeout=cell_timeout,
+                                          memory=int(memory_gb * 2**30),
+                                          output_cap=int(output_mb * 2**20),
+                                          cache_dir=cache_dir))
+                log(_progress(row))
                 return row
 
             with ThreadPoolExecutor(max(1, jobs)) as pool:
                 rows += list(pool.map(one, todo))
         rows.sort(key=lambda r: r.student)
-        return rows, write_outputs(rows, out, questions, points)
+        for r in rows:
+            if not r.status.startswith(("graded", "kernel died", "error", "flagged")):
+                log(_progress(r))  # unreadable, wrong chapter: not run, said here too
+        for name, group in _duplicates(subs).items():
+            log(f"note: {name} handed in {len(group)} files, graded in separate rows: "
+                + ", ".join(group))
+        if skipped:
+            log(f"skipped {len(skipped)} file(s) that are not submissions (only .ipynb and "
+                ".zip are): " + ", ".join(str(p) for p in skipped))
+        csv_path = write_outputs(rows, out, questions, points, skipped=skipped)
+        return rows, csv_path
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("submissions", help="a folder (flat, per-student subfolders, zips) or a file")
-    p.add_argument("--chapter", help="chapter to grade against (default: the one the "
-                   "notebooks name)")
+    p.add_argument("--chapter", default=None, help="chapter to grade against (None: the one "
+                   "most notebooks name in their metadata)")
     p.add_argument("--out", default="grades", help="folder for grades.csv and feedback/")
-    p.add_argument("--autograder", help="autograder zip (default: the one of make assign)")
-    p.add_argument("--docker", choices=["auto", "yes", "no"], default="auto")
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--autograder", default=None,
+                   help="autograder zip (None: the newest one of make assign)")
+    p.add_argument("--docker", choices=["auto", "yes", "no"], default="auto",
+                   help="otter grade in Docker (auto: when a Docker daemon answers)")
+    p.add_argument("--jobs", type=int, default=1, help="submissions graded at the same time")
     p.add_argument("--timeout", type=float, default=600, help="seconds per submission")
     p.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell")
     p.add_argument("--memory-gb", type=float, default=6, help="address-space limit")
     p.add_argument("--output-mb", type=float, default=20, help="printed output kept per stream")
     p.add_argument("--no-cache", action="store_true", help="no shared JAX compilation cache")
+    p.add_argument("--accept-flagged", default="", metavar="STUDENTS",
+                   help="comma-separated students whose flagged notebook you reviewed and "
+                   "accept: their otter points count")
     a = p.parse_args(argv)
     try:
         rows, csv_path = grade(a.submissions, chapter=a.chapter, out=a.out,
                                autograder=a.autograder, docker=a.docker, jobs=a.jobs,
                                timeout=a.timeout, cell_timeout=a.cell_timeout,
                                memory_gb=a.memory_gb, output_mb=a.output_mb,
-                               cache=not a.no_cache)
+                               cache=not a.no_cache,
+                               accept_flagged=[x.strip() for x in a.accept_flagged.split(",")
+                                               if x.strip()])
     except GradeError as err:
         print(f"grade: {err}", file=sys.stderr)
         return 2

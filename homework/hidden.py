@@ -1,11 +1,24 @@
-"""What the hidden otter tests call: a checker run on fresh inputs, with fresh references.
+"""What the hidden otter tests call: a checker run on fresh inputs, compared with the reference
+outside the student's kernel.
 
-The hidden tests run in the kernel that just ran the student's notebook. So that a cell of that
-notebook cannot change the references (replace ``lib.ntk.empirical_ntk``, the checker registry,
-``importlib.reload``, ...), :func:`verify` loads its own copies of ``lib`` and of the checkers
-from their files, under private module names, each time it is called, and compares the answer
-with them. This protects the references from monkeypatching, not against a determined
-attacker in the same process (who can also patch otter itself): see ``chapters/instructors.md``.
+The hidden tests run in the kernel that just ran the student's notebook, so every module there
+may have been patched by the notebook (``numpy.max``, ``lib.ntk.empirical_ntk``, the checker
+registry, this very module in ``sys.modules``, ...). Three layers:
+
+* the hidden test does not import this module: it executes this file's text afresh under a
+  private name (a patched ``homework.hidden`` in ``sys.modules`` is never used);
+* :func:`verify` loads its own copies of ``lib`` and of the checkers from their files and runs
+  the checker in the kernel, **recording** every call to the student's answer (inputs, output);
+* when that run passes, the record goes to a **reference process** (``homework/reference.py``,
+  a fresh ``python -I`` started by the first hidden test, whose modules the notebook never
+  touched), which runs the same checker with the same key on a replay of the recorded calls:
+  its own inputs must equal the recorded ones and the recorded outputs must pass its own
+  comparison. The test passes only if both runs pass.
+
+An answer the checker traces with JAX (its arguments are tracers, e.g. ``parity/beyond-kernel``)
+cannot be recorded: its check runs in the kernel only. None of this stops code that patches
+otter, ``subprocess`` or ``builtins`` themselves: the grader's static scan flags those
+(``homework/grade.py``), and ``chapters/instructors.md`` says what is and is not protected.
 """
 
 from __future__ import annotations
@@ -42,9 +55,11 @@ _FRESH = 0
 
 def fresh_checks():
     """A private copy of ``homework.checks`` bound to a private copy of ``lib``."""
+    import secrets
+
     global _FRESH
     _FRESH += 1
-    tag = f"_krr_ref{_FRESH}"
+    tag = f"_krr_ref{_FRESH}_{secrets.token_hex(4)}"  # unique even when this file is re-executed
     saved = {k: v for k, v in sys.modules.items() if k == "lib" or k.startswith("lib.")}
     try:
         for k in saved:
@@ -125,6 +140,76 @@ def _forbidden(names):
             setattr(mod, attr, value)
 
 
+def _plain(value, np):
+    """jax arrays as numpy arrays, recursively; raises TypeError on a JAX tracer."""
+    if isinstance(value, tuple | list):
+        return type(value)(_plain(v, np) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v, np) for k, v in value.items()}
+    if type(value).__module__.startswith(("jax", "jaxlib")):
+        if "Tracer" in type(value).__name__:
+            raise TypeError("traced")
+        return np.asarray(value)
+    return value
+
+
+def _source(answer):
+    import inspect
+    import textwrap
+
+    try:
+        return textwrap.dedent(inspect.getsource(answer))
+    except (OSError, TypeError):
+        return None
+
+
+def _reference_process():
+    """The reference process of this kernel (started once, kept in a private module)."""
+    import subprocess
+    import types
+
+    holder = sys.modules.get("_krr_reference_process")
+    if holder is None:
+        holder = types.ModuleType("_krr_reference_process")
+        holder.proc = None
+        sys.modules["_krr_reference_process"] = holder
+    if holder.proc is None or holder.proc.poll() is not None:
+        holder.proc = subprocess.Popen(
+            [sys.executable, "-I", str(_HERE / "reference.py"), str(_HERE.parent)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+    return holder.proc
+
+
+def _compare_outside(exercise: str, seed: int, record: dict) -> tuple[bool, str]:
+    import json
+    import os
+    import pickle
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="krr-record-", suffix=".pkl")
+    try:
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(record, f)
+        except Exception as err:  # noqa: BLE001 (an output that is not plain data)
+            return False, (f"the grader could not record what your function returned "
+                           f"({type(err).__name__}): return arrays or numbers")
+        proc = _reference_process()
+        proc.stdin.write(json.dumps({"exercise": exercise, "seed": seed, "record": path}) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            return False, "the grader's reference process stopped (ask your instructor)"
+        answer = json.loads(line)
+        return bool(answer.get("ok")), str(answer.get("hint", ""))
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None) -> None:
     """Run the checker of ``exercise`` on the answer ``answer_expr`` (evaluated in the
     notebook's globals ``env``) with inputs drawn from ``jax.random.key(seed)``.
@@ -149,6 +234,31 @@ def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None
     if is_stub(answer):  # the blank notebook's answer: say so, not "has shape ()"
         raise AssertionError("not attempted: replace the ... of the answer cell by your answer")
     checker = checks._REGISTRY[exercise]
+    record = {"calls": [], "source": _source(answer) if callable(answer) else None,
+              "replayable": True}
+    if callable(answer):
+        import functools
+
+        import numpy as np
+
+        student = answer
+
+        @functools.wraps(student)  # keeps the source readable (inspect follows __wrapped__)
+        def answer(*args, **kwargs):
+            try:
+                out = student(*args, **kwargs)
+            except BaseException as err:
+                _record(args, kwargs, "raise", (type(err).__name__, str(err)[:300]))
+                raise
+            _record(args, kwargs, "return", out)
+            return out
+
+        def _record(args, kwargs, kind, out):
+            try:
+                record["calls"].append((_plain(args, np), _plain(kwargs, np), kind,
+                                        _plain(out, np) if kind == "return" else out))
+            except TypeError:  # traced by JAX: checked in the kernel only
+                record["replayable"] = False
     if forbid and callable(answer):
         import functools
 
@@ -170,3 +280,26 @@ def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None
         raise
     except Exception as err:  # noqa: BLE001 (the answer raised)
         raise AssertionError(f"your code raised {type(err).__name__}: {err}") from None
+    if record["replayable"] and record["calls"]:
+        ok, hint = _compare_outside(exercise, seed, record)
+        if not ok:
+            raise AssertionError(hint)
+
+
+def load_verify(folder=None):
+    """:func:`verify` from a fresh execution of this file (not from ``sys.modules``): what the
+    hidden tests call. ``folder`` holds ``homework/hidden.py`` (default: found from the current
+    directory and ``sys.path``)."""
+    import os
+
+    for base in ([folder] if folder else [os.getcwd(), *sys.path]):
+        path = os.path.join(base or ".", "homework", "hidden.py")
+        if os.path.isfile(path):
+            break
+    else:
+        raise AssertionError("the grader cannot find homework/hidden.py")
+    path = os.path.abspath(path)
+    namespace = {"__name__": "_krr_hidden_fresh", "__file__": path}
+    with open(path, "rb") as f:
+        exec(compile(f.read(), path, "exec"), namespace)  # noqa: S102
+    return namespace["verify"]

@@ -5,8 +5,9 @@ questions of one otter assignment per chapter:
 
 * a **coding** exercise (a ``solution``-tagged cell followed by a ``check`` cell) becomes an
   autograded question: the solution cell keeps its ``def`` lines and imports, its bodies are
-  otter solution blocks (students get ``...``); one public test (worth 0 points: the answer is
-  defined and attempted) ships to students, and the points are in **hidden** tests that run the
+  otter solution blocks (students get ``...``); public tests (worth 0 points) ship to students: the
+  answer is defined and attempted and, unless it has several right answers (:data:`NO_PUBLIC_VALUE`),
+  it gives the solution's value on one public input, and the points are in **hidden** tests that run the
   instructors' checker (``homework.checks``) on fresh random inputs drawn from keys chosen when
   the assignment is made, each test worth one point (partial credit); for an exercise that one
   ``lib`` function answers, one more hidden test makes that function unusable during the call;
@@ -141,8 +142,11 @@ def chapter_questions(path: str | os.PathLike):
                     pending = None
     intro = (f"{title} (homework)\n\nThe exercises of the chapter, to answer in this notebook. "
              "Run the first code cell, then answer each question in the cell below it; "
-             "`grader.check(\"<question>\")` runs the public tests. Your answers are graded "
-             "with more tests than those you see (on other random inputs).")
+             "`grader.check(\"<question>\")` runs the public tests: whether the answer is "
+             "attempted and, for most questions, whether it gives the right value on one public "
+             "input (a question with several right answers checks the first only). \"All test "
+             "cases passed!\" is about those tests: the points come from hidden tests on other "
+             "random inputs, which a partly wrong answer can still fail.")
     return setup, intro, questions
 
 
@@ -200,6 +204,123 @@ def test_attempted(env):
 test_attempted(globals())"""
 
 
+# How a hidden test gets the verifier: this file's text executed afresh (never the module in
+# sys.modules, which the notebook may have replaced); see homework/hidden.py.
+LOAD_VERIFY = """\
+    import os, sys
+    for _base in [os.getcwd(), *sys.path]:
+        _path = os.path.abspath(os.path.join(_base or '.', 'homework', 'hidden.py'))
+        if os.path.isfile(_path):
+            break
+    _ns = {'__name__': '_krr_hidden_fresh', '__file__': _path}
+    with open(_path, 'rb') as _f:
+        exec(compile(_f.read(), _path, 'exec'), _ns)
+    verify = _ns['verify']
+"""
+
+
+# Exercises with more than one right answer (a symmetrized network: any order of units; a dual
+# objective "up to an additive constant"; a bracket of alpha; a model traced by JAX): their
+# public test checks that the answer is attempted only. Every other coding exercise gets a
+# public test on one public input (the checker's own key, the one the chapter uses).
+NO_PUBLIC_VALUE = {"setup/symmetrize", "diagonal_regression/dual-d2",
+                   "diagonal_regression/alpha-for-l1", "parity/beyond-kernel"}
+
+# The public value test: the answer on a public input against the solution's output there.
+PUBLIC_VALUE_TEST = """\
+def test_public_input(env):
+    import numpy as np
+    answer = env.get(ANSWER, ...)
+    try:
+        import jax.numpy as jnp
+        to_input = jnp.asarray
+    except ImportError:
+        to_input = np.asarray
+    args = [to_input(np.array(a, dtype=np.float64)) if isinstance(a, list) else a
+            for a in ARGS]
+    want = WANT
+    assert answer is not ..., 'not attempted: replace the ... by your answer'
+    got = answer(*args)
+    assert got is not None, ANSWER + ' returned None on the public input (a missing return?)'
+    def close(g, w, what):
+        if isinstance(w, tuple):
+            assert isinstance(g, (tuple, list)) and len(g) == len(w), what + ' should be ' + \\
+                'a tuple of ' + str(len(w))
+            for i, (gi, wi) in enumerate(zip(g, w)):
+                close(gi, wi, what + '[' + str(i) + ']')
+            return
+        g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
+        assert g.shape == w.shape, what + ' has shape ' + str(g.shape) + ', expected ' + \\
+            str(w.shape) + ' on the public input'
+        assert np.all(np.isfinite(g)), what + ' contains NaN or inf on the public input'
+        err = float(np.abs(g - w).max()) if g.size else 0.0
+        scale = float(np.abs(w).max()) if w.size else 0.0
+        assert err <= 1e-6 * scale + 1e-9, what + ' differs from the expected value on the ' + \\
+            'public input by a relative ' + format(err / max(scale, 1e-300), '.2e')
+    close(got, want, 'your answer')
+test_public_input(globals())"""
+
+
+def _literal(value):
+    """Python source of a public input or output (arrays as nested lists of floats)."""
+    import numpy as np
+
+    if isinstance(value, tuple | list):
+        inner = ", ".join(_literal(v) for v in value)
+        return f"({inner},)" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, np.ndarray) or type(value).__module__.startswith(("jax", "numpy")):
+        arr = np.asarray(value, dtype=np.float64)
+        return repr(arr.tolist()) if arr.ndim else repr(float(arr))
+    return repr(value)
+
+
+def public_cases(setup: str, questions) -> dict:
+    """check id -> (args, output) of the checker's first call to the chapter's own solution on
+    the checker's public key (the chapter's self-check key); exercises of
+    :data:`NO_PUBLIC_VALUE`, or whose call cannot be recorded, are left out."""
+    import homework.checks as checks
+
+    wanted = [q for q in questions if q.kind == "coding" and q.check_id and q.answer
+              and q.check_id not in NO_PUBLIC_VALUE and q.check_id in checks._REGISTRY]
+    if not wanted:
+        return {}
+    ns: dict = {"__name__": "__homework_public__"}
+    try:
+        exec(compile(setup, "<setup>", "exec"), ns)  # noqa: S102 (the chapter's own code)
+        for q in wanted:  # the solution as the homework holds it (no discussion code)
+            keep = set(re.findall(r"[A-Za-z_]\w*", q.answer or ""))
+            for src in q.solution_code:
+                exec(compile(solution_cell(src, keep), f"<{q.label}>", "exec"), ns)  # noqa: S102
+    except Exception as err:  # noqa: BLE001 (no public value tests, never a failed assign)
+        print(f"public value tests left out: the solutions did not run ({err})", file=sys.stderr)
+        return {}
+    out = {}
+    for q in wanted:
+        try:
+            solution = eval(q.answer, ns)  # noqa: S307
+        except Exception:  # noqa: BLE001
+            continue
+        if not callable(solution):
+            continue
+        calls = []
+
+        def recorded(*args, _f=solution, _calls=calls, **kwargs):
+            result = _f(*args, **kwargs)
+            _calls.append((args, kwargs, result))
+            return result
+
+        try:
+            checks._REGISTRY[q.check_id](recorded, checks._key(q.check_id))
+        except Exception as err:  # noqa: BLE001 (reported; the question keeps its other tests)
+            print(f"{q.check_id}: no public value test (the solution fails its checker: {err})",
+                  file=sys.stderr)
+            continue
+        if calls and not calls[0][1] and all(
+                "Tracer" not in type(a).__name__ for a in calls[0][0]):
+            out[q.check_id] = calls[0][0], calls[0][2]
+    return out
+
+
 def _test_cell(body: str, *, points: float, hidden: bool, failure: str | None = None) -> str:
     config = [f"points: {points}", f"hidden: {'true' if hidden else 'false'}"]
     if failure:
@@ -207,8 +328,9 @@ def _test_cell(body: str, *, points: float, hidden: bool, failure: str | None = 
     return '""" # BEGIN TEST CONFIG\n' + "\n".join(config) + '\n""" # END TEST CONFIG\n' + body
 
 
-def question_cells(q: Question, seeds: list[int]):
-    """The master-notebook cells of one question (nbformat cells)."""
+def question_cells(q: Question, seeds: list[int], public=None):
+    """The master-notebook cells of one question (nbformat cells); ``public`` is the
+    ``(args, output)`` of its public value test (:func:`public_cases`), or None."""
     import nbformat
 
     raw, md, code = nbformat.v4.new_raw_cell, nbformat.v4.new_markdown_cell, \
@@ -236,21 +358,61 @@ def question_cells(q: Question, seeds: list[int]):
     cells.append(raw("# BEGIN TESTS"))
     cells.append(code(_test_cell(PUBLIC_TEST.replace("ANSWER", repr(q.answer)),
                                  points=0, hidden=False)))
+    if public is not None:
+        args, want = public
+        cells.append(code(_test_cell(
+            PUBLIC_VALUE_TEST.replace("ANSWER", repr(q.answer))
+            .replace("ARGS", _literal(list(args))).replace("WANT", _literal(want)),
+            points=0, hidden=False)))
     for j, seed in enumerate(seeds, 1):
         cells.append(code(_test_cell(
             f"def test_hidden_{j}(env):\n"
-            "    from homework.hidden import verify\n"
+            + LOAD_VERIFY +
             f"    verify({q.check_id!r}, env, {q.answer!r}, seed={seed})\n"
             f"test_hidden_{j}(globals())", points=1, hidden=True)))
     if q.check_id in FORBIDDEN:
         cells.append(code(_test_cell(
             "def test_own_code(env):\n"
-            "    from homework.hidden import verify\n"
+            + LOAD_VERIFY +
             f"    verify({q.check_id!r}, env, {q.answer!r}, seed={seeds[0]},\n"
             f"           forbid={FORBIDDEN[q.check_id]!r})\n"
             "test_own_code(globals())", points=1, hidden=True)))
     cells += [raw("# END TESTS"), raw("# END QUESTION")]
     return cells
+
+
+def _used_setup(setup: str, questions) -> str:
+    """The chapter's set-up cell without the assignments nothing in the homework uses (e.g. the
+    chapter's sizes ``N, d``): imports and calls are kept."""
+    try:
+        tree = ast.parse(setup)
+    except SyntaxError:
+        return setup
+    used: set[str] = set()
+    for q in questions:
+        for src in q.solution_code:
+            try:
+                used |= {n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
+            except SyntaxError:
+                return setup
+    body = list(tree.body)
+    while True:
+        loads = set(used)
+        for node in body:
+            loads |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                      and isinstance(n.ctx, ast.Load)}
+        drop = [node for node in body if isinstance(node, ast.Assign) and not any(
+            n.id in loads for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))]
+        if not drop:
+            break
+        body = [node for node in body if node not in drop]
+    if len(body) == len(tree.body):
+        return setup
+    lines = setup.split("\n")
+    dropped = {i for node in tree.body if node not in body
+               for i in range(node.lineno - 1, node.end_lineno)}
+    text = "\n".join(line for i, line in enumerate(lines) if i not in dropped)
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
 def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=None):
@@ -266,6 +428,8 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=
     setup, intro, questions = chapter_questions(path)
     if not questions:
         raise ValueError(f"chapter: {path.stem} has no exercises to assign")
+    setup = _used_setup(setup, questions)
+    public = public_cases(setup, questions)
     draw = seed_source or (lambda: secrets.randbelow(2**31 - 1) + 1)
     config = {
         "name": path.stem,
@@ -281,9 +445,11 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=
         # cannot make the PDF (no LaTeX) acknowledges it and still gets the zip.
         "export_cell": {"pdf": True, "filtering": True,
                         "require_no_pdf_ack": {"message": NO_PDF_MESSAGE},
-                        "instructions": "Run this cell to make the zip file you hand in "
+                        "instructions": "Run this cell in Jupyter, in a browser, to make the zip "
+                        "file you hand in, and download it from the link the cell shows "
                         "(Gradescope: upload the zip; it holds the notebook and, when your "
-                        "machine can make it, a PDF of your written answers)."},
+                        "machine can make it, a PDF of your written answers). If the zip does "
+                        "not open, hand in the .ipynb file itself."},
         "run_tests": True,
         "autograder_files": ["homework", "lib"],
         "generate": {"pdf": True, "filtering": True, "zips": False, "show_stdout": True,
@@ -296,7 +462,8 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=
              nbformat.v4.new_markdown_cell(intro),
              nbformat.v4.new_code_cell(setup)]
     for q in questions:
-        cells += question_cells(q, [draw() for _ in range(HIDDEN_KEYS)])
+        cells += question_cells(q, [draw() for _ in range(HIDDEN_KEYS)],
+                                public.get(q.check_id))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -384,9 +551,24 @@ def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bo
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"otter assign failed for {stem}:\n{proc.stdout}\n{proc.stderr}")
+        for made in list((dist / "student").glob("*.ipynb")) + list(
+                (dist / "autograder").glob("*.ipynb")):
+            _drop_trailing_empty_cells(made)
         _check_student_folder(dist / "student", nb)
         done[stem] = dist
     return done
+
+
+def _drop_trailing_empty_cells(path: Path) -> None:
+    """Otter ends the notebook with an empty Markdown cell after the export cell: drop it."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    n = len(nb.cells)
+    while nb.cells and nb.cells[-1].cell_type == "markdown" and not nb.cells[-1].source.strip():
+        nb.cells.pop()
+    if len(nb.cells) != n:
+        nbformat.write(nb, path)
 
 
 def _check_student_folder(student: Path, nb) -> None:

@@ -101,6 +101,49 @@ def test_public_test_rejects_the_stub_and_accepts_an_answer(tmp_path):
                 exec(source, env)
 
 
+def _public_value_test(nb, answer):
+    src = next(c.source for c in nb.cells if "def test_public_input" in c.source
+               and repr(answer) in c.source)
+    return src.split('""" # END TEST CONFIG\n', 1)[1]
+
+
+def test_public_value_test_checks_the_answer_on_a_public_input():
+    """``grader.check`` no longer says "All test cases passed!" for a wrong answer: the public
+    test compares the answer with the solution's value on one public input (the checker's own
+    key), except for exercises with several right answers."""
+    import jax
+
+    import lib
+
+    nb = ho.master_notebook("setup")
+    source = _public_value_test(nb, "ntk_linear_two_layer")
+    exec(source, {"ntk_linear_two_layer": _ntk})  # the closed form passes
+    for wrong, message in ((lambda U, v, x1, x2: x1 @ U.T @ U @ x2.T, "differs from the expected"),
+                           (lambda U, v, x1, x2: (x1 @ x2.T).T, "has shape"),
+                           (lambda U, v, x1, x2: None, "missing return")):
+        with pytest.raises(AssertionError, match=message):
+            exec(source, {"ntk_linear_two_layer": wrong})
+    gd = _public_value_test(nb, "gd_least_squares")
+
+    def gd_closed(X, y, eta, k):  # the k-th iterate from 0: sum_j (I - eta X^T X)^j eta X^T y
+        A = jnp.eye(X.shape[1]) - eta * X.T @ X
+        return sum(jnp.linalg.matrix_power(A, j) for j in range(k)) @ (eta * X.T @ y)
+
+    exec(gd, {"gd_least_squares": gd_closed})
+    with pytest.raises(AssertionError, match="differs"):
+        exec(gd, {"gd_least_squares": lambda X, y, eta, k: gd_closed(X, y, eta, k + 1)})
+    assert not any("def test_public_input" in c.source and "'symmetrize'" in c.source
+                   for c in nb.cells)  # several right answers: attempted only
+    del jax, lib
+
+
+def test_the_homework_setup_cell_drops_what_nothing_uses():
+    nb = ho.master_notebook("setup")
+    setup = nb.cells[2].source
+    assert "import jax.numpy as jnp" in setup and "import lib" in setup
+    assert "N, d" not in setup and "FULL" not in setup
+
+
 # --------------------------------------------------------------------------------------------
 # Hidden tests in the submission's process
 # --------------------------------------------------------------------------------------------
@@ -166,6 +209,103 @@ def test_verify_forbids_the_one_call_shortcut():
     assert callable(lib.empirical_ntk) and lib.empirical_ntk.__name__ == "empirical_ntk"
 
 
+def test_hidden_tests_do_not_use_a_patched_verifier_module(monkeypatch):
+    """Cheat (a): replacing ``homework.hidden.verify`` in sys.modules changes nothing, because
+    the hidden tests execute the file afresh (``LOAD_VERIFY``)."""
+    monkeypatch.setattr(hidden, "verify", lambda *a, **k: None)
+    nb = ho.master_notebook("setup", seed_source=lambda: 4242)
+    test = next(c.source for c in nb.cells if "def test_hidden_1" in c.source
+                and "ntk-linear" in c.source)
+    assert "from homework" not in test and "import homework" not in test
+    env = {"ntk_linear_two_layer": lambda U, v, x1, x2: 0}
+    with pytest.raises(AssertionError, match="fails|raised"):
+        exec(test.split('""" # END TEST CONFIG\n', 1)[1].replace(
+            "test_hidden_1(globals())", "test_hidden_1(ENV)"), {"ENV": env})
+
+
+def test_patched_numpy_cannot_pass_zeros_the_reference_process_compares(monkeypatch):
+    """Cheat (b): ``numpy.max = lambda *a, **k: 0.0`` makes the in-kernel comparison pass for
+    zeros; the reference process (a fresh Python) replays the recorded outputs and fails them,
+    and an answer computed on tampered inputs fails there too."""
+    import numpy
+
+    def zeros(X, y, eta, k):
+        return jnp.zeros(X.shape[1])
+
+    monkeypatch.setattr(numpy, "max", lambda *a, **k: 0.0)
+    with pytest.raises(AssertionError, match="off by a relative"):
+        hidden.verify("setup/gd-least-squares", {"f": zeros}, "f", seed=77)
+    monkeypatch.undo()
+    record = {"calls": [((numpy.zeros((5, 4)),), {}, "return", numpy.zeros(3))],
+              "source": None, "replayable": True}
+    ok, hint = hidden._compare_outside("setup/ntk-linear-two-layer", 3, record)
+    assert not ok and "other inputs" in hint
+
+
+def test_the_static_scan_flags_tampering_and_not_the_handout():
+    import nbformat
+
+    nb = ho.master_notebook("setup")
+    code = [c for c in nb.cells if c.cell_type == "code" and "BEGIN TEST CONFIG" not in c.source]
+    code += [nbformat.v4.new_code_cell(c) for c in (  # what otter adds to the student notebook
+        '# Initialize Otter\nimport otter\ngrader = otter.Notebook("setup.ipynb")',
+        'grader.check("setup_ex_ntk_linear")',
+        "# Save your notebook first, then run this cell to export your submission.\n"
+        "grader.export(run_tests=True)")]
+    assert hg.scan_notebook(nbformat.v4.new_notebook(cells=code)).flags == []  # set-up, answers
+    cells = ["import numpy as np\nimport lib\nimport json",
+             "np.max = lambda *a, **k: 0.0",
+             "import homework.hidden as _h\n_h.verify = None",
+             "lib.ntk.empirical_ntk = lib.empirical_ntk = None",
+             "import sys\nsys.modules['numpy'] = None",
+             "setattr(np, 'max', None)",
+             "import importlib, subprocess, gc, builtins",
+             "import os\nos.fork()",
+             "import inspect\ninspect.currentframe()",
+             "!ls",
+             "x = 1\nx.y = 2\nd = {}\nd['k'] = 3",  # not a module: not flagged
+             "def f(:\n    pass"]
+    scan = hg.scan_notebook(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in cells]))
+    text = "\n".join(scan.flags)
+    for what in ("code cell 2 (`np.max = lambda *a, **k: 0.0`): assigns np.max",
+                 "imports homework", "assigns _h.verify", "assigns lib.ntk.empirical_ntk",
+                 "assigns sys.modules['numpy']", "calls setattr()", "imports importlib",
+                 "imports subprocess", "imports gc", "imports builtins", "uses os.fork",
+                 "uses inspect.currentframe", "shell command `!ls`"):
+        assert what in text, (what, text)
+    assert "code cell 11" not in text
+    assert [(label, line) for label, line, _, _ in scan.syntax_errors] == [
+        ("code cell 12 (`def f(:`)", 1)]
+
+
+def test_a_flagged_row_gets_zero_until_accepted_and_a_syntax_error_is_named():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (
+        "import numpy\nnumpy.max = None", "def f(x):\n    return (x\n")])
+    scan = hg.scan_notebook(nb)
+
+    def row():
+        r = hg.Row("ann", "ann.ipynb", "setup")
+        r.scores = {"q": (2.0, 3.0)}
+        r.messages = {"q": ["- hidden (0 / 1): failed: f is not defined (cell deleted or "
+                            "renamed?)"]}
+        return r
+
+    flagged = row()
+    hg.apply_scan(flagged, scan, accepted=False)
+    assert flagged.status == "flagged: assigns numpy.max"
+    assert flagged.scores == {"q": (0.0, 3.0)} and flagged.otter_scores == {"q": (2.0, 3.0)}
+    assert "--accept-flagged ann" in flagged.notes and "otter's points: 2 / 3" in flagged.notes
+    assert "f is not defined: code cell 2 (`def f(x):`) has a SyntaxError at line 2" in \
+        flagged.messages["q"][0]
+    accepted = row()
+    hg.apply_scan(accepted, scan, accepted=True)
+    assert accepted.status == "graded" and accepted.scores == {"q": (2.0, 3.0)}
+    assert "flag reviewed and accepted" in accepted.notes
+
+
 # --------------------------------------------------------------------------------------------
 # Collecting submissions and reporting bad inputs
 # --------------------------------------------------------------------------------------------
@@ -190,6 +330,39 @@ def test_collect_flat_subfolders_zips_and_any_case(tmp_path):
     hg.read_all(subs)
     assert sorted(s.student for s in subs) == ["BEN", "ann", "carol", "dan"]
     assert all(s.error is None and s.chapter == "setup" for s in subs)
+
+
+def test_several_files_of_one_student_other_files_and_a_broken_zip_are_reported(tmp_path):
+    folder = tmp_path / "in"
+    (folder / "grace").mkdir(parents=True)
+    (folder / "grace" / "setup.ipynb").write_text(json.dumps(_nb()))
+    with zipfile.ZipFile(folder / "grace" / "bob.zip", "w") as z:
+        z.writestr("setup.ipynb", json.dumps(_nb()))
+    (folder / "grace" / "notes.txt").write_text("notes")
+    (folder / "ann.zip").write_bytes(b"PK\x03\x04" + b"\0" * 20)  # an export cut short
+    (tmp_path / "work").mkdir()
+    skipped: list = []
+    subs = {s.student: s for s in hg.collect(folder, tmp_path / "work", skipped)}
+    assert sorted(subs) == ["ann", "grace", "grace-2"]
+    assert skipped == [folder / "grace" / "notes.txt"]
+    for name in ("grace", "grace-2"):
+        assert "grace handed in 2 files (grace/bob.zip, grace/setup.ipynb)" in subs[name].note
+    assert subs["ann"].error == "broken zip (re-export)" and "export cell" in subs["ann"].note
+    lines: list = []
+    rows, csv_path = hg.grade(folder, chapter="setup", out=tmp_path / "g",
+                              autograder=_autograder(tmp_path / "ag.zip"), docker="no",
+                              log=lines.append, jobs=1, timeout=1)
+    text = "\n".join(lines)
+    assert "grace handed in 2 files" in text and "skipped 1 file(s)" in text, text
+    assert "ann: unreadable: broken zip (re-export) 0" in text
+    assert "skipped: not a submission" in csv_path.read_text()
+    assert not (tmp_path / "g" / "feedback" / "notes.md").exists()
+
+
+def test_progress_lines_are_cut_at_a_word():
+    row = hg.Row("ann", "ann.ipynb", "setup", notes="word " * 100)
+    line = hg._progress(row, width=80)
+    assert line.endswith("word ...") and len(line) <= 80
 
 
 def test_empty_folder_and_unreadable_inputs_exit_non_zero(tmp_path, capsys):
@@ -387,6 +560,12 @@ def test_assign_and_grade_every_case(tmp_path):
         assert row.status.startswith(want["status"]), (student, row.status, row.notes)
         for q, points in want["points"].items():
             assert row.scores.get(q, (0.0, 0.0))[0] == points, (student, q, row.scores)
+        if "otter" in want:  # flagged: otter's own points (withheld) are those expected too
+            assert row.otter_scores is not None, (student, row.status)
+            for q, points in want["otter"].items():
+                assert row.otter_scores.get(q, (0.0, 0.0))[0] == points, (student, q,
+                                                                          row.otter_scores)
+            assert f"--accept-flagged {student}" in row.notes
         text = (tmp_path / "grades" / "feedback" / f"{student}.md").read_text()
         # points, pass/fail lines and hints; never the hidden tests' code, keys or forbidden list
         for secret in ("verify(", "seed=", "forbid", "homework.hidden", *hidden_seeds):
@@ -394,6 +573,14 @@ def test_assign_and_grade_every_case(tmp_path):
         assert f"Points: {row.total if row.scores else 0:g} / 8" in text, (student, text[:300])
     assert "failed: not attempted" in (tmp_path / "grades" / "feedback" / "blank.md").read_text()
     assert "has shape ()" not in (tmp_path / "grades" / "feedback" / "blank.md").read_text()
+    syntax = (tmp_path / "grades" / "feedback" / "syntax_error.md").read_text()
+    assert "ntk_linear_two_layer is not defined: code cell" in syntax
+    assert "has a SyntaxError at line 2" in syntax and "cell deleted or renamed" not in syntax
+    for name in ("grace", "grace-2"):
+        assert "grace handed in 2 files" in got[name].notes, got[name].notes
+    assert "re-export" in (tmp_path / "grades" / "feedback" / "broken.md").read_text()
+    csv_text = csv_path.read_text()
+    assert "notes.txt" in csv_text and "skipped: not a submission" in csv_text
     runaway = got["runaway"].notes
     assert "was interrupted by the per-cell limit after" in runaway and "`while True:`" in runaway
     assert "`while True:`" in (tmp_path / "grades" / "feedback" / "runaway.md").read_text()
