@@ -154,7 +154,7 @@ def collect(folder: str | os.PathLike, work: Path, skipped: list | None = None
         rows = [name] + [f"{name}-{k}" for k in range(2, len(group) + 1)]
         files = ", ".join(str(g.origin.relative_to(root) if root.is_dir() else g.origin)
                           for g in group)
-        for s, row_name in zip(group, rows):
+        for s, row_name in zip(group, rows, strict=True):
             s.student = row_name
             s.note = (f"{name} handed in {len(group)} files ({files}), graded in the rows "
                       f"{', '.join(rows)}: keep the one that counts")
@@ -352,8 +352,9 @@ def apply_scan(row: "Row", scan: Scan, accepted: bool) -> None:
         for q, lines in row.messages.items():
             row.messages[q] = [
                 _re.sub(r"(\w+) is not defined \(cell deleted or renamed\?\)",
-                        lambda m: (f"{m.group(1)} is not defined: {label} has a SyntaxError at "
-                                   f"line {line} ({msg}); fix it and run the cell")
+                        lambda m, label=label, line=line, msg=msg, names=names: (
+                            f"{m.group(1)} is not defined: {label} has a SyntaxError at "
+                            f"line {line} ({msg}); fix it and run the cell")
                         if m.group(1) in names else m.group(0), text) for text in lines]
     if scan.flags:
         otter_total = row.total

@@ -5,9 +5,10 @@ questions of one otter assignment per chapter:
 
 * a **coding** exercise (a ``solution``-tagged cell followed by a ``check`` cell) becomes an
   autograded question: the solution cell keeps its ``def`` lines and imports, its bodies are
-  otter solution blocks (students get ``...``); public tests (worth 0 points) ship to students: the
-  answer is defined and attempted and, unless it has several right answers (:data:`NO_PUBLIC_VALUE`),
-  it gives the solution's value on one public input, and the points are in **hidden** tests that run the
+  otter solution blocks (students get ``...``); public tests (worth 0 points) ship to students:
+  the answer is defined and attempted and, unless it has several right answers
+  (:data:`NO_PUBLIC_VALUE`), it gives the solution's value on one public input, and the points
+  are in **hidden** tests that run the
   instructors' checker (``homework.checks``) on fresh random inputs drawn from keys chosen when
   the assignment is made, each test worth one point (partial credit); for an exercise that one
   ``lib`` function answers, one more hidden test makes that function unusable during the call;

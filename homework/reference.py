@@ -24,7 +24,7 @@ def _same(a, b) -> bool:
     if callable(a) or callable(b):
         return True  # a function argument cannot be compared; the arrays around it are
     if isinstance(a, tuple | list) and isinstance(b, tuple | list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     try:
