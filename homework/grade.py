@@ -263,14 +263,7 @@ def scan_notebook(nb) -> Scan:
     result = Scan()
     parsed = []
     imported: set[str] = set()
-    n = 0
-    for c in nb.cells:
-        if c.cell_type != "code":
-            continue
-        n += 1
-        src = c.source if isinstance(c.source, str) else "".join(c.source)
-        first = next((line for line in src.splitlines() if line.strip()), "").strip()[:60]
-        label = f"code cell {n} (`{first}`)"
+    for src, label in _code_cells(nb):
         code, shell = _python_of(src)
         for cmd in shell:
             result.flags.append(f"{label}: shell command `{cmd}`")
@@ -455,6 +448,14 @@ def _cell_labels(nb) -> dict[str, str]:
     """sha1 of each code cell's stripped source -> "code cell <n> (`first line`)", n counting
     the code cells of the notebook as handed in, from 1."""
     labels = {}
+    for src, label in _code_cells(nb):
+        labels.setdefault(_digest(src), label)
+    return labels
+
+
+def _code_cells(nb):
+    """Each code cell's source with its label "code cell <n> (`first line`)", n counting the
+    code cells of the notebook as handed in, from 1."""
     n = 0
     for c in nb.cells:
         if c.cell_type != "code":
@@ -462,8 +463,7 @@ def _cell_labels(nb) -> dict[str, str]:
         n += 1
         src = c.source if isinstance(c.source, str) else "".join(c.source)
         first = next((line for line in src.splitlines() if line.strip()), "").strip()[:60]
-        labels.setdefault(_digest(src), f"code cell {n} (`{first}`)")
-    return labels
+        yield src, f"code cell {n} (`{first}`)"
 
 
 def _limited_copy(sub: Submission, dest: Path, chapter: str, cell_timeout: float,
