@@ -79,6 +79,7 @@ __all__ = [
 ]
 
 _SERIES_Z = 0.05  # below this |z| the D >= 3 functions use their Taylor series
+_Q_QUADRATIC = 1e-100  # below this |u|, Q uses q_D(u) = u^2 / (2 h_D'(0)) to rounding
 _SERIES_TERMS = 10
 
 
@@ -226,10 +227,11 @@ def _gap_of(u, depth, iters=80):
         dfdlog = -p * g ** (-p) - p * g * (2.0 - g) ** (-p - 1.0)  # dF / d log g
         g_new = g * jnp.exp(-f / dfdlog)
         inside = (g_new > lo) & (g_new < hi)
-        g_new = jnp.where(inside, g_new, jnp.sqrt(lo * hi))
+        # sqrt(lo) sqrt(hi), not sqrt(lo hi): the product underflows for gaps below ~1e-154
+        g_new = jnp.where(inside, g_new, jnp.sqrt(lo) * jnp.sqrt(hi))
         return lo, hi, g_new
 
-    _, _, g = jax.lax.fori_loop(0, iters, body, (lo, hi, jnp.sqrt(lo * hi)))
+    _, _, g = jax.lax.fori_loop(0, iters, body, (lo, hi, jnp.sqrt(lo) * jnp.sqrt(hi)))
     return g
 
 
@@ -394,7 +396,9 @@ def Q(beta, alpha, depth=2):
         ValueError: ``beta`` not a finite vector, ``alpha <= 0`` or not finite, ``depth`` not an
             integer in ``[2, MAX_DEPTH]``, ``alpha**depth`` overflowing or below the smallest
             normal float64 (subnormal: flushed to zero by XLA), ``beta / alpha**depth``
-            overflowing.
+            overflowing, or the value itself outside float64's range. Entries with
+            :math:`|\beta_i/\alpha^D| < 10^{-100}` are summed in the quadratic form
+            :math:`\beta_i^2 / (2 h_D'(0)\alpha^D)` (no underflow of :math:`u^2`).
 
     Example:
         >>> round(float(Q([2.0, 0.0], alpha=1.0)), 12)  # q(2) + q(0)
@@ -409,7 +413,23 @@ def Q(beta, alpha, depth=2):
     if not np.isfinite(ratio) or ratio > 1e300:
         raise ValueError(f"beta / alpha**depth overflows float64 (max |beta| = "
                          f"{_validate.max_abs(beta):.3e}, alpha**depth = {scale:.3e})")
-    return scale * jnp.sum(q_D(beta / scale, depth))
+    b = np.asarray(beta)
+    u = b / scale  # in numpy: XLA would flush subnormal ratios to zero
+    small = np.abs(u) < _Q_QUADRATIC
+    if not np.any(small):
+        total = scale * jnp.sum(q_D(beta / scale, depth))
+    else:
+        # quadratic zone: q_D(u) = k2 u^2 (1 + O(u^2)) with k2 = 1 / (2 h_D'(0)); alpha^D q_D(u)
+        # = k2 |beta| |u| in this order (u^2 underflows long before alpha^D u^2 does)
+        k2 = float(q_D(_Q_QUADRATIC, depth)) / _Q_QUADRATIC ** 2
+        tiny_part = float(np.sum(k2 * np.abs(b[small]) * np.abs(u[small])))
+        big_part = scale * jnp.sum(q_D(jnp.asarray(np.where(small, 0.0, u)), depth))
+        total = jnp.asarray(float(big_part) + tiny_part)
+    if not bool(jnp.isfinite(total)):
+        raise ValueError(f"Q_alpha^D(beta) is outside float64's range or cannot be computed in "
+                         f"it (max |beta| = {_validate.max_abs(beta):.3e}, alpha**depth = "
+                         f"{scale:.3e}, depth = {depth})")
+    return total
 
 
 def dual_objective(nu, X, y, alpha, depth=2):
@@ -753,7 +773,8 @@ def _check_params(params, d=None):
 
 def beta_of(params, depth=2):
     r"""The linear predictor :math:`\beta(w) = w_+^D - w_-^D` (elementwise powers) of the
-    depth-:math:`D` diagonal linear network.
+    depth-:math:`D` diagonal linear network, computed as
+    :math:`(w_+ - w_-)\sum_k w_+^k w_-^{D-1-k}` (no cancellation when :math:`w_+ \approx w_-`).
 
     The model :math:`f(w, x) = \langle \beta(w), x\rangle` of Woodworth et al. 2020 (Sec. 4
     for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`); Moroshko et al. 2020 train the same model
@@ -782,7 +803,17 @@ def beta_of(params, depth=2):
     """
     depth = _check_depth(depth)
     w_plus, w_minus = _check_params(params)
-    return w_plus ** depth - w_minus ** depth
+    return _power_difference(w_plus, w_minus, depth)
+
+
+def _power_difference(a, b, depth):
+    """``a**depth - b**depth`` without cancellation when ``a ~ b`` (or ``a ~ -b``, ``depth``
+    even): the factored form ``(a - b) sum_k a^k b^(depth-1-k)`` whose terms all have one sign
+    (on ``|a|, |b|`` for even ``depth``; on ``a, b`` of the same sign for odd ``depth``; for odd
+    ``depth`` and opposite signs the two powers add and the direct form is exact to rounding)."""
+    if depth % 2 == 0:
+        return _beta_stable(jnp.abs(a), jnp.abs(b), depth)
+    return jnp.where(a * b >= 0, _beta_stable(a, b, depth), a ** depth - b ** depth)
 
 
 def init_diagonal(d, alpha):
