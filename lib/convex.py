@@ -410,14 +410,20 @@ def _margin_checks(Z, w, a, p):
     """Residuals of min ||w||_p s.t. Z w >= 1 at (w, multipliers a): relative constraint
     violation, dual infeasibility (p = 1: ||Z^T a||_inf - 1; p = 2: ||w - Z^T a|| / ||w|| with
     the KKT condition w = Z^T a of min ||w||^2 / 2) and relative duality gap. Rounding in the
-    products Z w, Z^T a is allowed for (|Z| |w| eps, |Z| |a| eps)."""
-    eps = np.finfo(float).eps * max(Z.shape)
-    zabs = np.abs(Z)
-    margins = Z @ w
-    round_m = eps * float(np.max(zabs @ np.abs(w)))
+    products Z w, Z^T a (for p = 1 computed in extended precision) is allowed for (|Z| |w| eps,
+    |Z| |a| eps) with eps that of the extended format."""
+    # for p = 1 the products in extended precision (numpy's longdouble, 64-bit mantissa on
+    # x86): with float64 the rounding allowance eps |Z| |a| can exceed the tolerance itself when Z^T a
+    # cancels (rows (1, 1e-9) and (1, -1e-9) accepted a w 4.7e-8 above the optimum)
+    ld = np.longdouble if p == 1 else np.float64  # p = 2: multipliers of the whitened solve
+    eps = float(np.finfo(ld).eps) * max(Z.shape)
+    Zl = np.asarray(Z, dtype=ld)
+    zabs = np.abs(Zl)
+    margins = np.asarray(Zl @ np.asarray(w, dtype=ld), dtype=float)
+    round_m = eps * float(np.max(zabs @ np.abs(np.asarray(w, dtype=ld))))
     a = np.clip(a, 0.0, None)
-    za = Z.T @ a
-    round_a = eps * float(np.max(zabs.T @ a)) if a.size else 0.0
+    za = np.asarray(Zl.T @ np.asarray(a, dtype=ld), dtype=float)
+    round_a = eps * float(np.max(zabs.T @ np.asarray(a, dtype=ld))) if a.size else 0.0
     if p == 1:
         nw = float(np.abs(w).sum())
         dual = max(0.0, float(np.max(np.abs(za))) - 1.0 - round_a)

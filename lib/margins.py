@@ -68,7 +68,9 @@ def smoothed_margin(margins, beta: float = 1.0):
 
     Raises:
         ValueError: ``beta`` not a finite real number > 0 (bools, strings and complex are
-            refused); ``margins`` not a finite real array with a non-empty last axis.
+            refused); ``margins`` not a finite real array with a non-empty last axis. The
+            form is chosen row by row, so in a batch a row whose :math:`\beta(z_i - m)` is
+            below 1e-30 keeps its own (mean-margin) value next to rows of huge spread.
 
     Example:
         >>> float(smoothed_margin(jnp.array([1.0, 1.0]), beta=3.0))
@@ -89,7 +91,16 @@ def smoothed_margin(margins, beta: float = 1.0):
         # z / s with s a power of two (exact), multiplied back (W2 of issue 21)
         return jnp.asarray(_smoothed_margin_scaled(zn, beta))
     with np.errstate(under="ignore", over="ignore"):
+        bd_rows = beta * dn.max(axis=-1)
         bd = beta * float(dn.max()) if dn.size else 0.0
+    small_rows = bd_rows < 1e-30
+    if zn.ndim > 1 and np.any(small_rows) and not np.all(small_rows):
+        # a batch whose rows need different forms (the expansion where beta (z - m) would be
+        # flushed to zero by XLA, the shifted formula elsewhere): each group on its own
+        out = np.empty(zn.shape[:-1])
+        out[small_rows] = np.asarray(smoothed_margin(zn[small_rows], beta))
+        out[~small_rows] = np.asarray(smoothed_margin(zn[~small_rows], beta))
+        return jnp.asarray(out)
     if beta < np.finfo(np.float64).tiny and bd >= 1e-30:
         # a subnormal beta (XLA would flush it) with beta (z - m) not negligible: the exact
         # formula in numpy, scaled (the expansion below would be off by ~(beta (z - m))^2)
