@@ -92,12 +92,25 @@ def traced_scalar(name, value):
     return arr
 
 
-def positive(name, value, *, allow_zero=False):
-    """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float."""
+def positive(name, value, *, allow_zero=False, normal=False):
+    """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float.
+    With ``normal``, a nonzero value below the smallest normal float64 (~2.2e-308) is refused
+    too: XLA on CPU flushes subnormal numbers to zero, so e.g. a subnormal scale or tolerance
+    would silently become 0 (a run to the step limit, a target that is never reached)."""
     v = scalar(name, value)
     if v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
+    if normal:
+        not_subnormal(name, v)
+    return v
+
+
+def not_subnormal(name, v):
+    """Refuse a nonzero float below the smallest normal float64 (XLA flushes it to zero)."""
+    if v != 0 and abs(v) < TINY:
+        raise ValueError(f"{name} = {v!r} is subnormal (below {TINY:.3e}): XLA flushes it to "
+                         f"zero; pass 0 or a normal number")
     return v
 
 

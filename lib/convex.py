@@ -413,8 +413,8 @@ def _margin_checks(Z, w, a, p):
     products Z w, Z^T a (for p = 1 computed in extended precision) is allowed for (|Z| |w| eps,
     |Z| |a| eps) with eps that of the extended format."""
     # for p = 1 the products in extended precision (numpy's longdouble, 64-bit mantissa on
-    # x86): with float64 the rounding allowance eps |Z| |a| can exceed the tolerance itself when Z^T a
-    # cancels (rows (1, 1e-9) and (1, -1e-9) accepted a w 4.7e-8 above the optimum)
+    # x86): with float64 the rounding allowance eps |Z| |a| can exceed the tolerance itself
+    # when Z^T a cancels (rows (1, 1e-9) and (1, -1e-9) accepted a w 4.7e-8 above the optimum)
     ld = np.longdouble if p == 1 else np.float64  # p = 2: multipliers of the whitened solve
     eps = float(np.finfo(ld).eps) * max(Z.shape)
     Zl = np.asarray(Z, dtype=ld)

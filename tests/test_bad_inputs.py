@@ -1186,3 +1186,45 @@ def test_relative_changes_of_nearly_equal_inputs_are_accurate():
     p0, p1 = np.array([3.0, 5.0]), np.array([3.0, 5.0 + 1e-8])
     want = float(abs(_dec(p1[1]) - _dec(p0[1])) / _dec(34).sqrt())
     assert lazy.relative_movement(p0, p1) == pytest.approx(want, rel=1e-14, abs=0)
+
+
+def test_newton_iteration_bound_beyond_int64_names_max_iter():
+    # was an OverflowError from jax.jit (static argument 10**400)
+    with pytest.raises(ValueError, match="max_iter"):
+        diagonal.implicit_bias_limit([[1.0, 2.0, 0.5]], [1.0], 1e-3, max_iter=10**400)
+    with pytest.raises(ValueError, match="max_iter"):
+        diagonal.margin_limit(np.array([[1.0, 0.0]]), np.array([1.0]), 1.0, max_iter=10**400)
+
+
+def test_gradient_flow_reaches_a_target_the_loss_resolves_to_few_digits():
+    # was diffrax's "maximum number of steps was reached in the nonlinear solver": near
+    # L = 1e-20 the loss 2 (w - 3)^2 of w ~ 3 is known to ~1e-5 only, Newton's method on the
+    # event time fails. Closed form: w(t) = 3 (1 - e^{-2t}), L = 18 e^{-4t}: at the crossing
+    # 3 - w = sqrt(1e-20 / 2)
+    traj = flows.gradient_flow(lambda w: jnp.sum((w - 3.0) ** 2), jnp.zeros(2),
+                               jnp.array([0.0, 100.0]), target=1e-20)
+    assert traj.converged
+    gap = 3.0 - np.asarray(traj.final)
+    assert gap.tolist() == pytest.approx([np.sqrt(0.5e-20)] * 2, rel=1e-3, abs=0)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], rtol=1e-310), "rtol"),
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], rtol=1e-17), "rtol"),
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], atol=1e-310), "atol"),
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], target=1e-310), "target"),
+    (lambda: flows.gradient_descent(_quad, jnp.zeros(2), step_size=0.1, num_steps=5,
+                                    target=1e-310), "target"),
+    (lambda: diagonal.gradient_flow_path(X1, [1.0], 1e-310), "alpha"),
+    (lambda: diagonal.gradient_flow_path(X1, [1.0], 1.0, target=1e-310), "target"),
+    (lambda: diagonal.exponential_loss_path(X1, [1.0], 1e-310), "alpha"),
+    (lambda: diagonal.implicit_bias_limit([[1.0, 2.0]], [1.0], 1e-310), "alpha"),
+    (lambda: diagonal.init_diagonal(3, 1e-310), "alpha"),
+    (lambda: lazy.train(_lin, jnp.ones(2), np.eye(2), np.ones(2), alpha=1e-310,
+                        step_size=0.1, num_steps=2), "alpha"),
+])
+def test_subnormal_scales_and_tolerances_are_refused_naming_them(call, name):
+    # were accepted: XLA flushes them to 0, and runs went to their step limit (2 000 000
+    # steps for exponential_loss_path) or never met the target
+    with pytest.raises(ValueError, match=f"{name}.*(subnormal|precision)"):
+        call()
