@@ -70,7 +70,8 @@ def smoothed_margin(margins, beta: float = 1.0):
         ValueError: ``beta`` not a finite real number > 0 (bools, strings and complex are
             refused); ``margins`` not a finite real array with a non-empty last axis. The
             form is chosen row by row, so in a batch a row whose :math:`\beta(z_i - m)` is
-            below 1e-30 keeps its own (mean-margin) value next to rows of huge spread.
+            below 1e-30 keeps its own (mean-margin) value next to rows of huge spread;
+            subnormal margins are computed in scaled form in numpy (XLA flushes them).
 
     Example:
         >>> float(smoothed_margin(jnp.array([1.0, 1.0]), beta=3.0))
@@ -89,6 +90,9 @@ def smoothed_margin(margins, beta: float = 1.0):
     if not np.all(np.isfinite(dn)):
         # margins spanning more than float64's range (z - m overflows): the same formulas on
         # z / s with s a power of two (exact), multiplied back (W2 of issue 21)
+        return jnp.asarray(_smoothed_margin_scaled(zn, beta))
+    if np.any((zn != 0) & (np.abs(zn) < _validate.TINY)):
+        # subnormal margins (XLA would flush them to 0): the scaled form, in numpy
         return jnp.asarray(_smoothed_margin_scaled(zn, beta))
     with np.errstate(under="ignore", over="ignore"):
         bd_rows = beta * dn.max(axis=-1)

@@ -1228,3 +1228,10 @@ def test_subnormal_scales_and_tolerances_are_refused_naming_them(call, name):
     # steps for exponential_loss_path) or never met the target
     with pytest.raises(ValueError, match=f"{name}.*(subnormal|precision)"):
         call()
+
+
+def test_smoothed_margin_of_subnormal_margins_is_not_flushed():
+    # was 0: XLA flushed m = 1e-310. F = m - log((1 + e^{-beta d}) / 2) / beta with
+    # beta d = 1e-10: m + d / 2 to first order (next term beta d^2 / 8 ~ 1e-331, negligible)
+    got = float(margins.smoothed_margin([1e-310, 2e-310], 1e300))
+    assert got == pytest.approx(1.5e-310, rel=1e-9, abs=0)
