@@ -184,8 +184,8 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
             is not a finite real array (complex is refused); ``X``, ``y`` not finite real
             arrays of shapes ``(n, d)``, ``(n,)``; ``alphas`` or ``step_sizes`` not finite
             and > 0 (bools and strings refused) or subnormal; ``num_steps`` not a positive
-            multiple of ``num_snapshots`` (at most 1e6 snapshots); ``linearized`` or ``batched`` not a
-            bool.
+            multiple of ``num_snapshots`` (at most 1e6 snapshots); ``linearized`` or
+            ``batched`` not a bool.
         lib.DivergenceError: a run's loss or parameters became non-finite (the step is too
             large); the message names the runs.
 
