@@ -414,7 +414,7 @@ def Q(beta, alpha, depth=2):
     scale = _validate.power("alpha", alpha, depth)
     with np.errstate(over="ignore"):
         ratio = _validate.max_abs(beta) / scale
-    if not np.isfinite(ratio) or ratio > 1e300:
+    if not np.isfinite(ratio):
         raise ValueError(f"beta / alpha**depth overflows float64 (max |beta| = "
                          f"{_validate.max_abs(beta):.3e}, alpha**depth = {scale:.3e})")
     b = np.asarray(beta)

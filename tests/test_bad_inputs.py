@@ -1052,6 +1052,8 @@ def test_q_deep_in_the_rich_zone_and_below_the_quadratic_zone():
     # q_D(u) = |u| - (D/2)|u|^(2/D) + O(1) for D >= 3 (closed-form asymptotics), so
     # Q^10_alpha(1) at alpha^10 = 1e-200 is 1 - 5e-160 + O(1e-200)
     assert float(diagonal.Q([1.0], 1e-20, depth=10)) == pytest.approx(1.0, rel=1e-14, abs=0)
+    # u = beta / alpha^D = 1e300 was refused as an overflow: 1 - 2.5e-180 + O(1e-300)
+    assert float(diagonal.Q([1.0], 1e-60, depth=5)) == pytest.approx(1.0, rel=1e-14, abs=0)
     for u in (1e280, 1e300, 1e308):
         want = u - 2.5 * u ** 0.4  # D = 5
         assert float(diagonal.q_D(u, 5)) == pytest.approx(want, rel=1e-14, abs=0)
