@@ -1600,12 +1600,12 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     max_steps = _validate.integer("max_steps", max_steps, minimum=1)
     _check_separable(X, y)
     A = jnp.asarray(y)[:, None] * X
-    xmax = float(jnp.max(jnp.linalg.norm(X, axis=1)))
+    xmax = np.float64(jnp.max(jnp.linalg.norm(X, axis=1)))  # numpy: xmax ** 2 may be inf
     if not (np.isfinite(xmax) and xmax >= 1e-150):
         # squares of entries above 1e154 overflow, below 1e-154 are flushed: row-scaled norms
         nb, eb = _validate.row_norms_pow2(np.asarray(X))
         with np.errstate(over="ignore"):
-            xmax = float(np.max(np.ldexp(nb, eb)))
+            xmax = np.float64(np.max(np.ldexp(nb, eb)))
     # levels: start at -log L(0) = 0 < the first accuracy, refine geometrically
     levels = []
     lo = min(acc[0], 1.0) / max_ratio

@@ -1237,3 +1237,18 @@ def test_smoothed_margin_of_subnormal_margins_is_not_flushed():
     # beta d = 1e-10: m + d / 2 to first order (next term beta d^2 / 8 ~ 1e-331, negligible)
     got = float(margins.smoothed_margin([1e-310, 2e-310], 1e300))
     assert got == pytest.approx(1.5e-310, rel=1e-9, abs=0)
+
+
+def test_exponential_loss_path_with_tiny_inputs_runs():
+    # was refused as "the curvature bound of log L overflows" (max ||x_n|| computed as 0: the
+    # squares of 1e-160 entries flushed). Checked against its definition: log L of the
+    # returned w, recomputed with scipy's logsumexp, and the margin min_n y_n <x_n, w>
+    from scipy.special import logsumexp
+    X, y = 1e-160 * np.array([[1.0, 2.0], [2.0, 0.5]]), np.array([1.0, 1.0])
+    r = diagonal.exponential_loss_path(X, y, 1.0, 2, accuracies=[1.0])
+    w = np.asarray(r.w)[0]
+    log_loss = logsumexp(-(y[:, None] * X) @ w) - np.log(2.0)
+    assert float(np.asarray(r.log_loss)[0]) == pytest.approx(log_loss, rel=1e-9, abs=0)
+    assert log_loss <= -1.0 + 1e-12
+    assert float(np.asarray(r.margin)[0]) == pytest.approx(float(np.min((y[:, None] * X) @ w)),
+                                                           rel=1e-12, abs=0)
