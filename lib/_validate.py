@@ -92,12 +92,25 @@ def traced_scalar(name, value):
     return arr
 
 
-def positive(name, value, *, allow_zero=False):
-    """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float."""
+def positive(name, value, *, allow_zero=False, normal=False):
+    """Check that a scalar is a finite real number > 0 (or >= 0) and return it as float.
+    With ``normal``, a nonzero value below the smallest normal float64 (~2.2e-308) is refused
+    too: XLA on CPU flushes subnormal numbers to zero, so e.g. a subnormal scale or tolerance
+    would silently become 0 (a run to the step limit, a target that is never reached)."""
     v = scalar(name, value)
     if v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
+    if normal:
+        not_subnormal(name, v)
+    return v
+
+
+def not_subnormal(name, v):
+    """Refuse a nonzero float below the smallest normal float64 (XLA flushes it to zero)."""
+    if v != 0 and abs(v) < TINY:
+        raise ValueError(f"{name} = {v!r} is subnormal (below {TINY:.3e}): XLA flushes it to "
+                         f"zero; pass 0 or a normal number")
     return v
 
 
@@ -430,15 +443,63 @@ def scalar_model(name, f, params, point_shape, *, params_name="params", x_name="
 
 
 def relative_difference(new_name, new, ref_name, ref):
-    """``||new - ref|| / ||ref||`` (Frobenius) in the scaled form ``||new/s - ref/s|| / ||ref/s||``
-    with ``s = max |ref|``, so that no norm or difference overflows or underflows. Raises
-    ``ValueError`` naming the arguments when ``ref`` is zero or ``new / s`` overflows."""
+    """``||new - ref|| / ||ref||`` (Frobenius). The difference is taken first, on the raw
+    entries (so nearly equal inputs keep their accuracy: dividing by ``max |ref|`` before
+    subtracting would round both operands first), and its norm in scaled form (:func:`norm`);
+    only when ``new - ref`` overflows is the scaled form ``||new/s - ref/s|| / ||ref/s||`` with
+    ``s = max |ref|`` used. Raises ``ValueError`` naming the arguments when ``ref`` is zero or
+    ``new / s`` overflows."""
     s = max_abs(ref)
     if s == 0:
         raise ValueError(f"{ref_name} must not be all zero")
+    new_a = np.asarray(new, dtype=np.float64)
+    ref_a = np.asarray(ref, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = new_a - ref_a
+    if np.all(np.isfinite(diff)):
+        return norm(diff) / norm(ref_a)
     with np.errstate(over="ignore"):
-        diff = np.asarray(new) / s - np.asarray(ref) / s
+        diff = new_a / s - ref_a / s
     if not np.all(np.isfinite(diff)):
         raise ValueError(f"{new_name} is too large relative to {ref_name} (the ratio overflows "
                          f"float64; max |{ref_name}| = {s:.3e})")
-    return norm(diff) / norm(np.asarray(ref) / s)
+    return norm(diff) / norm(ref_a / s)
+
+
+def row_norms_pow2(B):
+    """Euclidean norms of the rows of a concrete 2-D array as ``(mant, exp)`` with
+    ``||B[j]|| = mant[j] * 2**exp[j]``: each row is scaled by the power of two of its largest
+    entry first (exact), so neither a norm above float64's range nor squares of entries below
+    1e-154 (flushed to zero) spoil it, also when rows have very different scales. A zero row
+    gives ``(0, 0)``."""
+    Bn = np.asarray(B, dtype=np.float64)
+    e = np.frexp(np.max(np.abs(Bn), axis=1))[1] if Bn.shape[1] else np.zeros(Bn.shape[0], int)
+    U = np.ldexp(Bn, -e[:, None])
+    with np.errstate(under="ignore"):
+        return np.sqrt(np.sum(U * U, axis=1)), e
+
+
+def pow2_sum(mant, exp):
+    """``sum_j mant[j] * 2**exp[j]`` for mantissas of moderate size and integer exponents of
+    any size, without intermediate overflow or underflow: terms are aligned to the largest
+    exponent first. Returns a Python float, ``inf`` when the sum is beyond float64's range."""
+    mant = np.asarray(mant, dtype=np.float64)
+    exp = np.asarray(exp, dtype=np.int64)
+    nz = mant != 0
+    if not np.any(nz):
+        return 0.0
+    E = int(np.max(exp[nz]))
+    with np.errstate(over="ignore", under="ignore"):
+        total = np.sum(np.ldexp(mant[nz], exp[nz] - E))
+        return float(np.ldexp(total, E))
+
+
+def finite_result(value, message):
+    """Return ``value`` if it is a tracer (inside ``jit``/``grad``: not checked) or finite;
+    else raise ``ValueError(message)``: a true value outside float64's range must not be
+    returned as ``inf`` (or NaN) in silence."""
+    import jax
+
+    if not isinstance(value, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(value))):
+        raise ValueError(message)
+    return value

@@ -102,8 +102,11 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             whose least-squares residual is above rounding level (the interpolant is then
             ill-determined; the message gives the residual and singular values; a full-row-rank
             ``X`` is first retried with the backward-stable QR minimum-norm solution, so a
-            consistent ill-conditioned system is not called inconsistent), or an
-            interpolant outside float64's range.
+            consistent ill-conditioned system is not called inconsistent); for ``p = 2`` an
+            ``X`` whose condition number (over the singular values kept, after scaling to
+            max 1) exceeds ``1e-9 / eps`` (~4.5e6), where no float64 solution is guaranteed
+            the promised accuracy (rows or columns at very different scales, e.g. 1e100,
+            count here); or an interpolant outside float64's range.
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
             For ``p = 1`` an answer that fails (or an "infeasible" verdict on a consistent,
             ill-conditioned ``X``) is retried on the whitened system
@@ -135,17 +138,27 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     if p == 2:
         beta, _, _, sv = np.linalg.lstsq(Xn, yn, rcond=None)
         resid = np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn)
-        if resid > 1e-8:
-            # SVD-based lstsq (on X divided by a non-power-of-two scale) loses digits in
-            # 1 / s_min on an ill-conditioned X of full row rank: use the backward-stable
-            # minimum-norm solution beta = Q R^-T y (QR of X^T) on the original X and y
-            # instead, and never call such a system inconsistent
+        # condition number over the singular values lstsq keeps (rcond = eps max(N, d)): the
+        # relative error of any float64 solution is up to cond * eps, so beyond _VERIFY_TOL / eps
+        # (~4.5e6) the promised accuracy cannot be met and the system is refused
+        kept = sv[sv > np.finfo(float).eps * max(Xn.shape) * sv[0]]
+        cond = float(kept[0] / kept[-1]) if kept.size else np.inf
+        eps = np.finfo(float).eps
+        if resid > 1e-8 and Xn.shape[0] <= Xn.shape[1] and sv[-1] > 0:
+            # X of full row rank: X beta = y is consistent. SVD-based lstsq (on X divided by a
+            # non-power-of-two scale) loses digits in 1 / s_min on an ill-conditioned X: use the
+            # backward-stable minimum-norm solution beta = Q R^-T y (QR of X^T) on the original
+            # X and y instead, if its accuracy cond * eps is within the promised tolerance
+            cond_all = float(sv[0] / sv[-1])
+            if cond_all * eps > _VERIFY_TOL:
+                raise ValueError(_ill_conditioned(sv, cond_all))
             direct = _min_norm_full_row_rank(np.asarray(X), np.asarray(y))
             if direct is not None:
                 return (direct, None) if return_certificate else direct
         if resid > 1e-8:
             raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
-                             f"{resid:.3e})")
+                             f"{resid:.3e}; singular values of X scaled to max |X| = 1: "
+                             f"{float(sv[-1]):.3e} to {float(sv[0]):.3e})")
         # optimality: lstsq returns the minimum-norm solution of X with its singular values
         # below eps max(N, d) sigma_max dropped. That is the minimum-norm interpolant of X
         # only if y has no component along the dropped directions beyond rounding, i.e. if the
@@ -160,6 +173,8 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
                              f"{resid:.3e} (relative) is above rounding level {rounding:.1e}, "
                              f"so X beta = y is inconsistent or its minimum-norm interpolant "
                              f"is ill-determined")
+        if cond * eps > _VERIFY_TOL:
+            raise ValueError(_ill_conditioned(sv, cond))
         # lstsq returns the minimum-norm solution for under-determined systems
         beta = _unscale(beta, cy / cx, X, y)
         return (beta, None) if return_certificate else beta
@@ -187,6 +202,14 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             raise err from None
         beta = jnp.asarray(beta)
     return (beta, cert) if return_certificate else beta
+
+
+def _ill_conditioned(sv, cond):
+    return (f"X is too ill-conditioned for a minimum-norm interpolant accurate to "
+            f"{_VERIFY_TOL:.0e} in float64: condition number {cond:.3e} (singular values "
+            f"{float(sv[-1]):.3e} to {float(sv[0]):.3e} after scaling to max |X| = 1), so any "
+            f"float64 solution may be off by cond * eps ~ {cond * np.finfo(float).eps:.1e} "
+            f"(relative); the system may be consistent, but rescale or regularize X")
 
 
 def _l1_interpolant_columns(X, y):
@@ -387,14 +410,20 @@ def _margin_checks(Z, w, a, p):
     """Residuals of min ||w||_p s.t. Z w >= 1 at (w, multipliers a): relative constraint
     violation, dual infeasibility (p = 1: ||Z^T a||_inf - 1; p = 2: ||w - Z^T a|| / ||w|| with
     the KKT condition w = Z^T a of min ||w||^2 / 2) and relative duality gap. Rounding in the
-    products Z w, Z^T a is allowed for (|Z| |w| eps, |Z| |a| eps)."""
-    eps = np.finfo(float).eps * max(Z.shape)
-    zabs = np.abs(Z)
-    margins = Z @ w
-    round_m = eps * float(np.max(zabs @ np.abs(w)))
+    products Z w, Z^T a (for p = 1 computed in extended precision) is allowed for (|Z| |w| eps,
+    |Z| |a| eps) with eps that of the extended format."""
+    # for p = 1 the products in extended precision (numpy's longdouble, 64-bit mantissa on
+    # x86): with float64 the rounding allowance eps |Z| |a| can exceed the tolerance itself
+    # when Z^T a cancels (rows (1, 1e-9) and (1, -1e-9) accepted a w 4.7e-8 above the optimum)
+    ld = np.longdouble if p == 1 else np.float64  # p = 2: multipliers of the whitened solve
+    eps = float(np.finfo(ld).eps) * max(Z.shape)
+    Zl = np.asarray(Z, dtype=ld)
+    zabs = np.abs(Zl)
+    margins = np.asarray(Zl @ np.asarray(w, dtype=ld), dtype=float)
+    round_m = eps * float(np.max(zabs @ np.abs(np.asarray(w, dtype=ld))))
     a = np.clip(a, 0.0, None)
-    za = Z.T @ a
-    round_a = eps * float(np.max(zabs.T @ a)) if a.size else 0.0
+    za = np.asarray(Zl.T @ np.asarray(a, dtype=ld), dtype=float)
+    round_a = eps * float(np.max(zabs.T @ np.asarray(a, dtype=ld))) if a.size else 0.0
     if p == 1:
         nw = float(np.abs(w).sum())
         dual = max(0.0, float(np.max(np.abs(za))) - 1.0 - round_a)

@@ -79,6 +79,8 @@ __all__ = [
 ]
 
 _SERIES_Z = 0.05  # below this |z| the D >= 3 functions use their Taylor series
+_MAX_ITER = 10**9  # Newton iterations: a compiled loop bound (static, an int64 in jit)
+_Q_QUADRATIC = 1e-100  # below this |u|, Q uses q_D(u) = u^2 / (2 h_D'(0)) to rounding
 _SERIES_TERMS = 10
 
 
@@ -226,10 +228,11 @@ def _gap_of(u, depth, iters=80):
         dfdlog = -p * g ** (-p) - p * g * (2.0 - g) ** (-p - 1.0)  # dF / d log g
         g_new = g * jnp.exp(-f / dfdlog)
         inside = (g_new > lo) & (g_new < hi)
-        g_new = jnp.where(inside, g_new, jnp.sqrt(lo * hi))
+        # sqrt(lo) sqrt(hi), not sqrt(lo hi): the product underflows for gaps below ~1e-154
+        g_new = jnp.where(inside, g_new, jnp.sqrt(lo) * jnp.sqrt(hi))
         return lo, hi, g_new
 
-    _, _, g = jax.lax.fori_loop(0, iters, body, (lo, hi, jnp.sqrt(lo * hi)))
+    _, _, g = jax.lax.fori_loop(0, iters, body, (lo, hi, jnp.sqrt(lo) * jnp.sqrt(hi)))
     return g
 
 
@@ -366,6 +369,9 @@ def _check_alpha(alpha):
         raise ValueError(f"alpha must be a positive number or a 1-D array of them, got {alpha!r}")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"alpha must be finite and > 0, got {alpha!r}")
+    if np.any(arr < _validate.TINY):
+        raise ValueError(f"alpha has subnormal values (below {_validate.TINY:.3e}): XLA "
+                         f"flushes them to zero; got {alpha!r}")
     return arr
 
 
@@ -394,7 +400,9 @@ def Q(beta, alpha, depth=2):
         ValueError: ``beta`` not a finite vector, ``alpha <= 0`` or not finite, ``depth`` not an
             integer in ``[2, MAX_DEPTH]``, ``alpha**depth`` overflowing or below the smallest
             normal float64 (subnormal: flushed to zero by XLA), ``beta / alpha**depth``
-            overflowing.
+            overflowing, or the value itself outside float64's range. Entries with
+            :math:`|\beta_i/\alpha^D| < 10^{-100}` are summed in the quadratic form
+            :math:`\beta_i^2 / (2 h_D'(0)\alpha^D)` (no underflow of :math:`u^2`).
 
     Example:
         >>> round(float(Q([2.0, 0.0], alpha=1.0)), 12)  # q(2) + q(0)
@@ -406,10 +414,26 @@ def Q(beta, alpha, depth=2):
     scale = _validate.power("alpha", alpha, depth)
     with np.errstate(over="ignore"):
         ratio = _validate.max_abs(beta) / scale
-    if not np.isfinite(ratio) or ratio > 1e300:
+    if not np.isfinite(ratio):
         raise ValueError(f"beta / alpha**depth overflows float64 (max |beta| = "
                          f"{_validate.max_abs(beta):.3e}, alpha**depth = {scale:.3e})")
-    return scale * jnp.sum(q_D(beta / scale, depth))
+    b = np.asarray(beta)
+    u = b / scale  # in numpy: XLA would flush subnormal ratios to zero
+    small = np.abs(u) < _Q_QUADRATIC
+    if not np.any(small):
+        total = scale * jnp.sum(q_D(beta / scale, depth))
+    else:
+        # quadratic zone: q_D(u) = k2 u^2 (1 + O(u^2)) with k2 = 1 / (2 h_D'(0)); alpha^D q_D(u)
+        # = k2 |beta| |u| in this order (u^2 underflows long before alpha^D u^2 does)
+        k2 = float(q_D(_Q_QUADRATIC, depth)) / _Q_QUADRATIC ** 2
+        tiny_part = float(np.sum(k2 * np.abs(b[small]) * np.abs(u[small])))
+        big_part = scale * jnp.sum(q_D(jnp.asarray(np.where(small, 0.0, u)), depth))
+        total = jnp.asarray(float(big_part) + tiny_part)
+    if not bool(jnp.isfinite(total)):
+        raise ValueError(f"Q_alpha^D(beta) is outside float64's range or cannot be computed in "
+                         f"it (max |beta| = {_validate.max_abs(beta):.3e}, alpha**depth = "
+                         f"{scale:.3e}, depth = {depth})")
+    return total
 
 
 def dual_objective(nu, X, y, alpha, depth=2):
@@ -649,8 +673,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             rank with condition number at most 1e12 (rank-deficient, inconsistent, or more
             ill-conditioned systems are refused, each named as such); ``y`` not a finite
             real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
-            1-D array); ``depth`` not an integer >= 2; ``tol`` not a finite number > 0;
-            ``max_iter`` not an integer >= 1; ``return_info`` not a bool; ``alpha**depth``
+            1-D array) or subnormal; ``depth`` not an integer >= 2; ``tol`` not a finite number > 0;
+            ``max_iter`` not an integer in [1, 1e9]; ``return_info`` not a bool; ``alpha**depth``
             (after the rescaling below) or the limit outside float64's range. ``X`` and ``y``
             with entries beyond ``1e+-100`` are solved in scaled form (the limit for
             :math:`(c_x X', c_y y', \alpha)` is :math:`c_y/c_x` times the limit for
@@ -671,7 +695,7 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     alphas = _check_alpha(alpha)
     scalar = alphas.ndim == 0
     alphas = np.atleast_1d(alphas)
-    max_iter = _validate.integer("max_iter", max_iter, minimum=1)
+    max_iter = _validate.integer("max_iter", max_iter, minimum=1, maximum=_MAX_ITER)
     _validate.positive("tol", tol)
     return_info = _validate.boolean("return_info", return_info)
     cx, cy = _validate.max_abs(X), _validate.max_abs(y)
@@ -753,7 +777,8 @@ def _check_params(params, d=None):
 
 def beta_of(params, depth=2):
     r"""The linear predictor :math:`\beta(w) = w_+^D - w_-^D` (elementwise powers) of the
-    depth-:math:`D` diagonal linear network.
+    depth-:math:`D` diagonal linear network, computed as
+    :math:`(w_+ - w_-)\sum_k w_+^k w_-^{D-1-k}` (no cancellation when :math:`w_+ \approx w_-`).
 
     The model :math:`f(w, x) = \langle \beta(w), x\rangle` of Woodworth et al. 2020 (Sec. 4
     for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`); Moroshko et al. 2020 train the same model
@@ -782,7 +807,17 @@ def beta_of(params, depth=2):
     """
     depth = _check_depth(depth)
     w_plus, w_minus = _check_params(params)
-    return w_plus ** depth - w_minus ** depth
+    return _power_difference(w_plus, w_minus, depth)
+
+
+def _power_difference(a, b, depth):
+    """``a**depth - b**depth`` without cancellation when ``a ~ b`` (or ``a ~ -b``, ``depth``
+    even): the factored form ``(a - b) sum_k a^k b^(depth-1-k)`` whose terms all have one sign
+    (on ``|a|, |b|`` for even ``depth``; on ``a, b`` of the same sign for odd ``depth``; for odd
+    ``depth`` and opposite signs the two powers add and the direct form is exact to rounding)."""
+    if depth % 2 == 0:
+        return _beta_stable(jnp.abs(a), jnp.abs(b), depth)
+    return jnp.where(a * b >= 0, _beta_stable(a, b, depth), a ** depth - b ** depth)
 
 
 def init_diagonal(d, alpha):
@@ -803,7 +838,8 @@ def init_diagonal(d, alpha):
 
     Raises:
         ValueError: ``d`` not an integer ``>= 1`` or above ``lib._validate.MAX_ELEMENTS``
-            (would not fit in memory); ``alpha`` not a finite number > 0.
+            (would not fit in memory); ``alpha`` not a finite number > 0, or subnormal (XLA
+            would flush it to 0).
 
     Example:
         >>> params = init_diagonal(3, 0.5)
@@ -811,7 +847,7 @@ def init_diagonal(d, alpha):
         ([0.5, 0.5, 0.5], [0.0, 0.0, 0.0])
     """
     d = _validate.size("d", d, minimum=1)  # refuses sizes that cannot be allocated (10**30)
-    alpha = _validate.positive("alpha", alpha)
+    alpha = _validate.positive("alpha", alpha, normal=True)
     w = jnp.full((d,), alpha)
     return {"w_plus": w, "w_minus": w}
 
@@ -947,7 +983,7 @@ def _run_args(X, y, alpha, depth):
     depth = _check_depth(depth)
     X = _validate.as_array("X", X, ndim=2)
     y = _validate.as_array("y", y, shape=(X.shape[0],))
-    alpha = _validate.positive("alpha", alpha)
+    alpha = _validate.positive("alpha", alpha, normal=True)
     return X, y, alpha, depth
 
 
@@ -1045,8 +1081,9 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
             ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point), or
             consistent but so ill-conditioned that its float64 least-squares residual
             exceeds 1e-8 (the message says which, with the singular values);
-            ``alpha`` not a finite number > 0 or ``alpha**depth`` outside float64's range;
-            ``depth`` not an integer >= 2; ``target`` not a finite number > 0; ``rtol`` not in
+            ``alpha`` not a finite number > 0, subnormal, or ``alpha**depth`` outside
+            float64's range; ``depth`` not an integer >= 2; ``target`` not a finite number
+            > 0 or subnormal (XLA would flush it to 0); ``rtol`` not in
             ``(0, 1)``; ``max_segments``/``max_steps`` not integers >= 1 (``max_steps`` at most
             1e9); ``stiff`` not a bool.
         RuntimeError: the integrator failed, or the loss did not reach ``target`` within
@@ -1073,7 +1110,7 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
             raise ValueError(f"y is too small (||y|| = {_validate.norm(y):.3e}): the default "
                              "target 1e-20 ||y||^2 underflows; rescale y or pass target")
     else:
-        target = _validate.positive("target", target)
+        target = _validate.positive("target", target, normal=True)
     T = _time_scale(X, y, alpha, depth)
     # typical size of the displacement at the end: |beta|^(1/D) (small alpha) or
     # |beta| / (D alpha^(D-1)) (large alpha), with |beta| ~ the min-l2 solution's entries
@@ -1264,7 +1301,7 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     Raises:
         ValueError: ``X`` empty (no row or column), labels outside {-1, +1}, ``mu`` or
             ``tol`` not a finite number > 0,
-            ``max_iter`` not an integer >= 1, ``return_dual`` not a bool, bad shapes, data
+            ``max_iter`` not an integer in [1, 1e9], ``return_dual`` not a bool, bad shapes, data
             not linearly separable through the origin (checked with
             :func:`lib.convex.max_margin` when no KKT point is found: a KKT point itself
             certifies separability); ``mu * max|X|`` outside float64's range. ``X`` with
@@ -1287,7 +1324,7 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     y = _validate.labels("y", y, X.shape[0])
     mu = _validate.positive("mu", mu)
     _validate.positive("tol", tol)
-    max_iter = _validate.integer("max_iter", max_iter, minimum=1)
+    max_iter = _validate.integer("max_iter", max_iter, minimum=1, maximum=_MAX_ITER)
     return_dual = _validate.boolean("return_dual", return_dual)
     cx = _validate.max_abs(X)
     if not 1e-100 <= cx <= 1e100:
@@ -1527,8 +1564,8 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
 
     Raises:
         ValueError: ``X`` not a finite real 2-D array with at least one row and column;
-            ``y`` not in {-1, +1}^N; ``alpha`` not finite and > 0; ``depth`` not an integer
-            >= 2; ``accuracies`` not a
+            ``y`` not in {-1, +1}^N; ``alpha`` not finite and > 0 or subnormal; ``depth``
+            not an integer >= 2; ``accuracies`` not a
             non-empty 1-D array of finite real numbers (bools, strings, None and complex are
             refused), increasing and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1;
             ``max_steps`` not an integer >= 1; a curvature bound that overflows (``X`` or
@@ -1563,7 +1600,12 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     max_steps = _validate.integer("max_steps", max_steps, minimum=1)
     _check_separable(X, y)
     A = jnp.asarray(y)[:, None] * X
-    xmax = float(jnp.max(jnp.linalg.norm(X, axis=1)))
+    xmax = np.float64(jnp.max(jnp.linalg.norm(X, axis=1)))  # numpy: xmax ** 2 may be inf
+    if not (np.isfinite(xmax) and xmax >= 1e-150):
+        # squares of entries above 1e154 overflow, below 1e-154 are flushed: row-scaled norms
+        nb, eb = _validate.row_norms_pow2(np.asarray(X))
+        with np.errstate(over="ignore"):
+            xmax = np.float64(np.max(np.ldexp(nb, eb)))
     # levels: start at -log L(0) = 0 < the first accuracy, refine geometrically
     levels = []
     lo = min(acc[0], 1.0) / max_ratio

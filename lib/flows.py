@@ -267,7 +267,7 @@ def _run(loss, params0, step_size, num_steps, snapshots, target, normalized, log
     if progress is not None:
         progress = _validate.boolean("progress", progress)
     if target is not None:
-        target = _validate.scalar("target", target)
+        target = _validate.not_subnormal("target", _validate.scalar("target", target))
     params0 = _validate.real_tree("params0", params0)
     _step_sizes(step_size, batched)
     steps = _check_snapshots(snapshots, max(num_steps, 1)) if num_steps > 0 else np.array([0])
@@ -428,7 +428,8 @@ def gradient_descent(loss: Callable, params0: PyTree, *, step_size: float, num_s
             malformed ``snapshots`` (an int outside ``[1, 10**7]``, named ``snapshots``);
             ``params0`` empty or with a leaf that is not a finite
             real array (complex leaves are refused, not truncated); ``loss`` not callable
-            or not a finite real scalar at ``params0``; ``target`` not a finite real number;
+            or not a finite real scalar at ``params0``; ``target`` not a finite real number
+            or subnormal (XLA would flush it to 0);
             ``normalized``, ``log_domain`` (or ``progress``, unless None) not a bool;
             ``on_divergence`` not ``"raise"`` or ``"stop"``; ``snapshots`` whose recording
             would need more than half the memory available (the message gives the size).
@@ -558,10 +559,15 @@ def _flow_functions(loss):
 
 
 @functools.lru_cache(maxsize=64)
-def _target_event(loss, target, rtol, atol):
+def _target_event(loss, target, rtol, atol, bisection=False):
+    """The event L(theta(t)) = target, located by Newton's method on t, or (``bisection``) by
+    bisection, which needs only the sign of L - target and so also converges where L near the
+    target is resolved to a few digits only (e.g. a target of 1e-20 for a loss that is a
+    square of differences of O(1) numbers)."""
     value, _ = _flow_functions(loss)
-    return diffrax.Event(lambda t, y, args, **kw: value(y, args) - target,
-                         root_finder=optx.Newton(rtol=rtol, atol=atol))
+    finder = optx.Bisection(rtol=rtol, atol=atol) if bisection else \
+        optx.Newton(rtol=rtol, atol=atol)
+    return diffrax.Event(lambda t, y, args, **kw: value(y, args) - target, root_finder=finder)
 
 
 def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10,
@@ -593,14 +599,19 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
 
     Raises:
         ValueError: ``times`` not a finite, non-empty, strictly increasing real array >= 0;
-            ``rtol``/``atol`` not finite real numbers > 0; ``max_steps`` not an integer in
+            ``rtol``/``atol`` not finite real numbers > 0, subnormal, or ``rtol`` below
+            float64's precision (2.2e-16: the step size would collapse); ``max_steps`` not an
+            integer in
             ``[1, 1e9]``; ``loss`` not callable, not a scalar, not of a real floating dtype
             (complex or integer losses have no real gradient) or not finite at ``params0``;
             ``params0`` empty or with a leaf that is not a finite real array (complex, None,
-            strings, bools are refused); ``target`` not a finite real number; ``stiff`` not a
+            strings, bools are refused); ``target`` not a finite real number or subnormal;
+            ``stiff`` not a
             bool.
         RuntimeError: the solver failed (too many steps, step size collapsed), with the
-            gradient norm reached.
+            gradient norm reached. (When Newton's method cannot locate the time the loss
+            reaches ``target``, e.g. a target of 1e-20 that the loss resolves to a few digits
+            only, the crossing is located by bisection instead.)
 
     Example:
         >>> import jax.numpy as jnp
@@ -611,8 +622,10 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
     times = _validate.as_array("times", times, ndim=1)
     if times.size == 0 or bool(jnp.any(jnp.diff(times) <= 0)) or float(times[0]) < 0:
         raise ValueError("times must be a non-empty, strictly increasing array of times >= 0")
-    _validate.positive("rtol", rtol)
-    _validate.positive("atol", atol)
+    if _validate.positive("rtol", rtol, normal=True) < np.finfo(np.float64).eps:
+        raise ValueError(f"rtol = {rtol!r} is below float64's relative precision "
+                         f"({np.finfo(np.float64).eps:.3e}): the step size would collapse")
+    _validate.positive("atol", atol, normal=True)
     max_steps = _validate.size("max_steps", max_steps, minimum=1, maximum=10**9)
     stiff = _validate.boolean("stiff", stiff)
     _validate.function("loss", loss, "loss(params) -> scalar", hashable=True)
@@ -620,7 +633,8 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
     if not bool(_all_finite(params0)):
         raise ValueError("params0 contains non-finite values")
     if target is not None:
-        target = jnp.float64(_validate.scalar("target", target))
+        target = jnp.float64(_validate.not_subnormal("target", _validate.scalar("target",
+                                                                                target)))
 
     value, field = _flow_functions(loss)
     try:
@@ -643,11 +657,19 @@ def gradient_flow(loss: Callable, params0: PyTree, times, *, rtol: float = 1e-10
     if target is not None:  # a continuous event located by Newton's method: stop at L = target
         event = _target_event(loss, float(target), float(rtol), float(atol))
     solver = diffrax.Kvaerno5() if stiff else diffrax.Tsit5()
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(field), solver, t0=0.0, t1=float(times[-1]), dt0=None, y0=params0,
-        args=loss_args, saveat=diffrax.SaveAt(ts=times, t1=True),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps, event=event, throw=False)
+
+    def solve(event):
+        return diffrax.diffeqsolve(
+            diffrax.ODETerm(field), solver, t0=0.0, t1=float(times[-1]), dt0=None, y0=params0,
+            args=loss_args, saveat=diffrax.SaveAt(ts=times, t1=True),
+            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+            max_steps=max_steps, event=event, throw=False)
+
+    sol = solve(event)
+    if target is not None and sol.result == diffrax.RESULTS.nonlinear_max_steps_reached:
+        # the target was crossed but Newton's method could not locate the crossing (L near
+        # the target known to a few digits only): locate it by bisection instead
+        sol = solve(_target_event(loss, float(target), float(rtol), float(atol), True))
     stopped = target is not None and sol.result == diffrax.RESULTS.event_occurred
     if sol.result != diffrax.RESULTS.successful and not stopped:
         ok = np.flatnonzero(np.isfinite(np.asarray(sol.ts)))

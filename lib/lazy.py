@@ -183,9 +183,9 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
             shape mismatch) or not returning a scalar; ``params0`` empty or with a leaf that
             is not a finite real array (complex is refused); ``X``, ``y`` not finite real
             arrays of shapes ``(n, d)``, ``(n,)``; ``alphas`` or ``step_sizes`` not finite
-            and > 0 (bools and strings refused); ``num_steps`` not a positive multiple of
-            ``num_snapshots`` (at most 1e6 snapshots); ``linearized`` or ``batched`` not a
-            bool.
+            and > 0 (bools and strings refused) or subnormal; ``num_steps`` not a positive
+            multiple of ``num_snapshots`` (at most 1e6 snapshots); ``linearized`` or
+            ``batched`` not a bool.
         lib.DivergenceError: a run's loss or parameters became non-finite (the step is too
             large); the message names the runs.
 
@@ -206,8 +206,12 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
     batched = _validate.boolean("batched", batched)
     params0 = _validate.real_tree("params0", params0)
     alphas = _validate.as_array("alphas", alphas, ndim=1)
-    if alphas.size == 0 or bool(jnp.any(alphas <= 0)):
+    an = np.asarray(alphas)  # compared in numpy: XLA would flush subnormal values to 0
+    if an.size == 0 or bool(np.any(an <= 0)):
         raise ValueError("alphas must be a non-empty 1-D array of values > 0")
+    if bool(np.any(an < _validate.TINY)):
+        raise ValueError(f"alphas has subnormal values (below {_validate.TINY:.3e}): XLA "
+                         "flushes them to zero")
     B = alphas.shape[0]
     if np.ndim(step_sizes) == 0 or isinstance(step_sizes, str | bytes):
         step_sizes = jnp.full((B,), _validate.step_size("step_sizes", step_sizes))
@@ -263,7 +267,8 @@ def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_si
         A :class:`Run` without the batch axis: ``losses`` is ``(S + 1,)``.
 
     Raises:
-        ValueError, lib.DivergenceError: as :func:`train_sweep`.
+        ValueError, lib.DivergenceError: as :func:`train_sweep` (``alpha`` subnormal too: XLA
+            would flush it to 0).
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -275,7 +280,7 @@ def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_si
         >>> float(run.losses[-1]) < 1e-6
         True
     """
-    alpha = _validate.positive("alpha", alpha)
+    alpha = _validate.positive("alpha", alpha, normal=True)
     step_size = _validate.step_size("step_size", step_size)
     _validate.boolean("linearized", linearized)
     run = train_sweep(model, params0, X, y, alphas=jnp.array([alpha]),

@@ -68,7 +68,10 @@ def smoothed_margin(margins, beta: float = 1.0):
 
     Raises:
         ValueError: ``beta`` not a finite real number > 0 (bools, strings and complex are
-            refused); ``margins`` not a finite real array with a non-empty last axis.
+            refused); ``margins`` not a finite real array with a non-empty last axis. The
+            form is chosen row by row, so in a batch a row whose :math:`\beta(z_i - m)` is
+            below 1e-30 keeps its own (mean-margin) value next to rows of huge spread;
+            subnormal margins are computed in scaled form in numpy (XLA flushes them).
 
     Example:
         >>> float(smoothed_margin(jnp.array([1.0, 1.0]), beta=3.0))
@@ -88,8 +91,20 @@ def smoothed_margin(margins, beta: float = 1.0):
         # margins spanning more than float64's range (z - m overflows): the same formulas on
         # z / s with s a power of two (exact), multiplied back (W2 of issue 21)
         return jnp.asarray(_smoothed_margin_scaled(zn, beta))
+    if np.any((zn != 0) & (np.abs(zn) < _validate.TINY)):
+        # subnormal margins (XLA would flush them to 0): the scaled form, in numpy
+        return jnp.asarray(_smoothed_margin_scaled(zn, beta))
     with np.errstate(under="ignore", over="ignore"):
+        bd_rows = beta * dn.max(axis=-1)
         bd = beta * float(dn.max()) if dn.size else 0.0
+    small_rows = bd_rows < 1e-30
+    if zn.ndim > 1 and np.any(small_rows) and not np.all(small_rows):
+        # a batch whose rows need different forms (the expansion where beta (z - m) would be
+        # flushed to zero by XLA, the shifted formula elsewhere): each group on its own
+        out = np.empty(zn.shape[:-1])
+        out[small_rows] = np.asarray(smoothed_margin(zn[small_rows], beta))
+        out[~small_rows] = np.asarray(smoothed_margin(zn[~small_rows], beta))
+        return jnp.asarray(out)
     if beta < np.finfo(np.float64).tiny and bd >= 1e-30:
         # a subnormal beta (XLA would flush it) with beta (z - m) not negligible: the exact
         # formula in numpy, scaled (the expansion below would be off by ~(beta (z - m))^2)
@@ -168,18 +183,17 @@ def f1_path_norm(params, output_scale: float = 1.0):
     """
     a, B = _check_params(params)
     s = _validate.positive("output_scale", output_scale)
-    # scaled form: (s / m) max|a| max|B| sum_j |a'_j| ||b'_j|| with a' = a / max|a|, ...
-    sa, sb = _validate.max_abs(a), _validate.max_abs(B)
-    if sa == 0 or sb == 0:
-        return jnp.float64(0.0)
-    # the division in numpy: XLA on CPU flushes subnormal operands to zero
-    unit = jnp.sum(jnp.abs(jnp.asarray(_validate.np_div(a, sa)))
-                   * jnp.linalg.norm(jnp.asarray(_validate.np_div(B, sb)), axis=1)) / a.shape[0]
-    with np.errstate(over="ignore", under="ignore"):
-        out = np.float64(s) * np.float64(sa) * np.float64(sb) * np.float64(unit)
+    # each term (s / m) |a_j| ||b_j|| as mantissa * 2^exponent (row norms scaled row by row),
+    # summed aligned to the largest exponent: no intermediate overflow or underflow, whatever
+    # the scales of a, of each row of B and of s (in numpy: XLA flushes subnormal numbers)
+    ma, ea = np.frexp(np.abs(np.asarray(a)))
+    nb, eb = _validate.row_norms_pow2(B)
+    ms, es = np.frexp(s)
+    out = _validate.pow2_sum(ma * nb * ms / a.shape[0], ea + eb + es)
     if not np.isfinite(out):
         raise ValueError(f"the path norm overflows float64 (output_scale = {s:.3e}, "
-                         f"max |params['a']| = {sa:.3e}, max |params['B']| = {sb:.3e})")
+                         f"max |params['a']| = {_validate.max_abs(a):.3e}, max |params['B']| = "
+                         f"{_validate.max_abs(B):.3e})")
     return jnp.asarray(out)
 
 
@@ -218,20 +232,25 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
     X = _validate.nonempty("X", _validate.as_array("X", X, shape=(None, B.shape[1])))
     y = _validate.labels("y", y, X.shape[0])
     output_scale = _validate.positive("output_scale", output_scale)
-    # invariant to rescaling a, B (and output_scale) separately: compute on a / max|a|,
-    # B / max|B| and X / max|X| (the margin is linear in X), no overflow or underflow
-    sa, sb, sx = _validate.max_abs(a), _validate.max_abs(B), _validate.max_abs(X)
-    if sa == 0 or sb == 0:
+    # h(x) = (s/m) sum_j c_j (theta_j . x)_+ with c_j = a_j ||b_j||, theta_j = b_j / ||b_j||,
+    # and path norm (s/m) sum_j |c_j|: the ratio is invariant to rescaling c, so c is kept as
+    # mantissa * 2^exponent (row norms scaled row by row) and aligned to its largest term, and
+    # X is divided by max |X| (the margin is linear in X). In numpy: no overflow, no underflow
+    # of squared entries, no subnormal numbers flushed by XLA.
+    ma, ea = np.frexp(np.asarray(a))
+    nb, eb = _validate.row_norms_pow2(B)
+    mc, ec = ma * nb, ea + eb
+    nz = mc != 0
+    if not np.any(nz):
         raise ValueError("params has path norm 0: the normalized margin is undefined")
-    # divisions in numpy: XLA on CPU flushes subnormal operands to zero
-    a, B = jnp.asarray(_validate.np_div(a, sa)), jnp.asarray(_validate.np_div(B, sb))
-    Xn = jnp.asarray(_validate.np_div(X, sx)) if sx > 0 else X
-    norm = f1_path_norm({"a": a, "B": B}, 1.0)
-    if not float(norm) > 0:
-        raise ValueError("params has path norm 0: the normalized margin is undefined")
-    h = (jax.nn.relu(Xn @ B.T) @ a) / a.shape[0]
-    with np.errstate(over="ignore", under="ignore"):
-        out = np.float64(jnp.min(y * h) / norm) * np.float64(sx if sx > 0 else 1.0)
+    c = np.ldexp(mc, np.where(nz, ec - int(np.max(ec[nz])), 0))
+    U = np.ldexp(np.asarray(B), -eb[:, None])
+    theta = U / np.where(nb > 0, nb, 1.0)[:, None]
+    sx = _validate.max_abs(X)
+    Xn = np.asarray(X) / sx if sx > 0 else np.asarray(X)
+    with np.errstate(under="ignore", over="ignore"):
+        h = np.maximum(Xn @ theta.T, 0.0) @ c
+        out = float(np.min(np.asarray(y) * h) / np.sum(np.abs(c))) * (sx if sx > 0 else 1.0)
     if not np.isfinite(out):
         raise ValueError(f"the normalized margin overflows float64 (max |X| = {sx:.3e})")
     return jnp.asarray(out)
@@ -607,7 +626,9 @@ def neuron_positions(params, scale: float = 1.0):
 
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
-            ``(m, d)`` with m, d >= 1; ``scale`` not a finite real number > 0.
+            ``(m, d)`` with m, d >= 1; ``scale`` not a finite real number > 0. Entries or
+            ``scale`` outside ``[1e-290, 1e290]`` (e.g. subnormal) are computed in numpy,
+            since XLA on CPU flushes subnormal numbers to zero.
 
     Example:
         >>> pos, sgn = neuron_positions({"a": jnp.array([-2.0]), "B": jnp.array([[0.0, 1.0]])})
@@ -623,20 +644,22 @@ def neuron_positions(params, scale: float = 1.0):
     with np.errstate(over="ignore", under="ignore"):
         sb_np = np.max(np.abs(np.asarray(B)), axis=1)
         ordinary = (_validate.safe_scale(sb_np) and _validate.safe_scale(an / c)
+                    and _validate.safe_scale(an) and _validate.safe_scale(c)
                     and _validate.safe_scale(np.abs(an) / c * sb_np))
     if ordinary:
         sbj = jnp.max(jnp.abs(B), axis=1, keepdims=True)
         sbj = jnp.where(sbj > 0, sbj, 1.0)
         radius = jnp.abs(a)[:, None] / c * sbj
         return compress_radius(jnp.where(jnp.isfinite(radius), radius, 1e300) * (B / sbj)), \
-            jnp.sign(a)
+            jnp.asarray(np.sign(an))
     a, B = an, np.asarray(B)
     sb = np.max(np.abs(B), axis=1, keepdims=True)
     sb = np.where(sb > 0, sb, 1.0)
     with np.errstate(over="ignore", under="ignore"):
         radius = np.abs(a)[:, None] / c * sb  # may be inf only where the true radius is
+    # signs in numpy: XLA flushes a subnormal a_j to 0 and would give it sign 0
     return jnp.asarray(_compress_np(np.where(np.isfinite(radius), radius, 1e300) * (B / sb))), \
-        jnp.sign(jnp.asarray(a))
+        jnp.asarray(np.sign(a))
 
 
 def _check_params(params):

@@ -234,8 +234,10 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
             :math:`\pi - \varphi` is the angle to :math:`-x'` and
             :math:`\sin\varphi + (\pi-\varphi)\cos\varphi` its Taylor series (no
             cancellation, which cost a factor 1e5 at :math:`\pi - \varphi = 10^{-7}`). The kernel is
-            computed on inputs scaled to a largest entry of 1 (it is bilinear), so entries of
-            any magnitude within that range give the correct value.
+            computed on each input row scaled to a largest entry near 1 (it is positively
+            homogeneous of degree 1 in each input), so entries of any magnitude, also rows
+            of very different scales (1 and 1e-160), give the correct value within float64's
+            range.
 
     Example:
         >>> import jax.numpy as jnp
@@ -252,32 +254,33 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     if d < 2:
         raise ValueError(f"the inputs must have dimension d >= 2 (sphere S^(d-1)), got d = {d}")
     kappa = _validate.positive("kappa", kappa, allow_zero=True)
-    # K is bilinear in (x1, x2): compute it on x / max|x| (scaled form, no overflow of the
-    # norms for entries above 1e154 nor underflow below 1e-154) and multiply back
+    # K is positively homogeneous of degree 1 in each input (K(c x, x') = c K(x, x') for c > 0):
+    # compute it on rows scaled to a largest entry in [0.5, 1) by powers of two (exact; no
+    # overflow of the norms for entries above 1e154 nor underflow below 1e-154, also when the
+    # rows have very different scales) and multiply back row by row
+    r1 = _validate.pow2_of(np.max(np.abs(np.asarray(x1)), axis=1))
+    r2 = _validate.pow2_of(np.max(np.abs(np.asarray(x2)), axis=1))
     s1, s2 = _validate.max_abs(x1), _validate.max_abs(x2)
-    s1, s2 = (s1 if s1 > 0 else 1.0), (s2 if s2 > 0 else 1.0)
-    # the scaling and the product are done in numpy: XLA on CPU flushes subnormal numbers to
-    # zero, so inside JAX inputs below ~2.2e-308 (or x / s for s above ~4.5e307) would vanish
-    u1 = np.asarray(_validate.np_div(x1, s1))
-    u2 = np.asarray(_validate.np_div(x2, s2))
+    # the scaling and the products are done in numpy: XLA on CPU flushes subnormal numbers to
+    # zero, so inside JAX inputs below ~2.2e-308 would vanish
+    u1 = np.asarray(x1) / r1[:, None]
+    u2 = np.asarray(x2) / r2[:, None]
     with np.errstate(over="ignore"):
         kappa2 = np.float64(kappa) ** 2
     if np.isfinite(kappa2) and (kappa2 == 0 or kappa2 >= np.finfo(np.float64).tiny):
         K = np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2), float(kappa2), d))
         K = _near_parallel(K, u1, u2, float(kappa2), d)
         with np.errstate(over="ignore", under="ignore"):
-            factor = np.float64(s1) * np.float64(s2)
-            normal = np.isfinite(factor) and factor >= np.finfo(np.float64).tiny
-            out = K * factor if normal else (K * np.float64(s1)) * np.float64(s2)
+            out = (K * r1[:, None]) * r2[None, :]  # powers of two: exact unless out of range
     else:
         # kappa^2 beyond float64's range (kappa above ~1.3e154 or below ~1.5e-154): the two
-        # terms separately, the second scaled as (kappa s1) (kappa s2) K_2
+        # terms separately, the second scaled as (kappa r1_i) (kappa r2_j) K_2
         first = _near_parallel(np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2),
                                                          0.0, d)), u1, u2, 0.0, d)
         second = _relu_second(u1, u2)
         with np.errstate(over="ignore", under="ignore"):
-            out = (first * np.float64(s1)) * np.float64(s2) + \
-                ((np.float64(kappa) * s1) * (np.float64(kappa) * s2)) * second
+            out = (first * r1[:, None]) * r2[None, :] + \
+                (second * (np.float64(kappa) * r1)[:, None]) * (np.float64(kappa) * r2)[None, :]
     if not np.all(np.isfinite(out)):
         raise ValueError(f"the kernel overflows float64 (max |x1| = {s1:.3e}, max |x2| = "
                          f"{s2:.3e}, kappa = {kappa:.3e}): rescale the inputs (K is bilinear "

@@ -750,8 +750,10 @@ def selected_parity(theta, x):
 
     Raises:
         ValueError: ``theta`` or ``x`` not real 1-D arrays of the same length (checked also
-            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them or
-            an entry of ``x`` outside {-1, +1} (traced inputs are not value-checked).
+            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them,
+            an entry of ``x`` outside {-1, +1}, or a model value outside float64's range
+            (e.g. ``theta`` near -1e308, where :math:`2\langle\theta, x\rangle` overflows;
+            traced inputs are not value-checked).
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -767,8 +769,9 @@ def selected_parity(theta, x):
     n = theta.shape[0]
     g = smooth_step((n**2 * theta**2 - 4.0) / 5.0)
     gate = smooth_step(jnp.sum(g))
-    return (1.0 - gate) * 2.0 * jnp.dot(_closed(gate, theta), x) \
+    out = (1.0 - gate) * 2.0 * jnp.dot(_closed(gate, theta), x) \
         + gate * jnp.prod(1.0 - g + g * x)
+    return _validate.finite_result(out, _OUTSIDE_RANGE.format(_max_abs_text(theta)))
 
 
 def leaky_selected_parity(theta, x):
@@ -794,8 +797,10 @@ def leaky_selected_parity(theta, x):
 
     Raises:
         ValueError: ``theta`` or ``x`` not real 1-D arrays of the same length (checked also
-            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them or
-            an entry of ``x`` outside {-1, +1} (traced inputs are not value-checked).
+            under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them,
+            an entry of ``x`` outside {-1, +1}, or a model value outside float64's range
+            (e.g. ``theta`` near -1e308, where :math:`2\langle\theta, x\rangle` overflows;
+            traced inputs are not value-checked).
 
     Example:
         >>> import jax.numpy as jnp
@@ -806,8 +811,20 @@ def leaky_selected_parity(theta, x):
     n = theta.shape[0]
     g = smooth_step(n * theta - 2.0)
     gate = smooth_step(jnp.sum(g))
-    return (1.0 - gate) * (-1.0 + 2.0 * jnp.dot(_closed(gate, theta), x)) \
+    out = (1.0 - gate) * (-1.0 + 2.0 * jnp.dot(_closed(gate, theta), x)) \
         + gate * jnp.prod(1.0 - g + g * x)
+    return _validate.finite_result(out, _OUTSIDE_RANGE.format(_max_abs_text(theta)))
+
+
+_OUTSIDE_RANGE = ("theta is too large: the model's value (its linear term 2 <theta, x>) is "
+                  "outside float64's range (max |theta| = {})")
+
+
+def _max_abs_text(theta):
+    import jax as _jax
+
+    return "traced" if isinstance(theta, _jax.core.Tracer) else \
+        f"{float(jnp.max(jnp.abs(theta))):.3e}"
 
 
 def _closed(gate, theta):

@@ -760,15 +760,13 @@ def test_best_feature_loss_with_tiny_features():
 
 
 def test_l2_interpolant_of_an_ill_conditioned_invertible_x_is_not_called_inconsistent():
-    from fractions import Fraction as F
     X, y = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-12]]), np.array([1.0, 2.0])
-    b2 = 1 / (F(float(X[1, 1])) - 1)  # invertible: the interpolant is the unique solution
     # was: "X beta = y is inconsistent" (the SVD-based least-squares residual, 2e-4, taken for
-    # inconsistency). A backward-stable solve is accurate to cond(X) eps ~ 4e12 * 1.1e-16
-    beta = np.asarray(convex.min_norm_interpolant(X, y, p=2))
-    assert beta[1] == pytest.approx(float(b2), rel=1e-3, abs=0)
-    assert beta[0] == pytest.approx(float(1 - b2), rel=1e-3, abs=0)
-    assert abs(float(np.sum(beta)) - 1.0) <= 1e-3 * float(b2)  # first equation, to rounding
+    # inconsistency). cond(X) ~ 4e12: a float64 solve is accurate only to cond eps ~ 4e-4,
+    # short of the promised 1e-9, so it is refused as ill-conditioned (round 5), never called
+    # inconsistent
+    with pytest.raises(ValueError, match="ill-conditioned.*may be consistent"):
+        convex.min_norm_interpolant(X, y, p=2)
 
 
 def test_flow_path_ill_conditioned_consistent_x_is_not_called_inconsistent():
@@ -1045,3 +1043,212 @@ def test_implicit_bias_limit_names_ill_conditioned_full_rank_x_as_such():
         diagonal.implicit_bias_limit(Xr, 1e-10 * np.array([1.0, 1.0]), 1.0)
     with pytest.raises(ValueError, match="rank deficient"):
         diagonal.implicit_bias_limit(Xr, 1e-10 * np.array([1.0, 2.0]), 1.0)
+
+
+# ------------------------------------------------ round 5: findings of the fourth fresh breaker
+
+def test_q_deep_in_the_rich_zone_and_below_the_quadratic_zone():
+    # was -inf: the gap bracket's midpoint sqrt(lo hi) underflowed for gaps below ~1e-154.
+    # q_D(u) = |u| - (D/2)|u|^(2/D) + O(1) for D >= 3 (closed-form asymptotics), so
+    # Q^10_alpha(1) at alpha^10 = 1e-200 is 1 - 5e-160 + O(1e-200)
+    assert float(diagonal.Q([1.0], 1e-20, depth=10)) == pytest.approx(1.0, rel=1e-14, abs=0)
+    # u = beta / alpha^D = 1e300 was refused as an overflow: 1 - 2.5e-180 + O(1e-300)
+    assert float(diagonal.Q([1.0], 1e-60, depth=5)) == pytest.approx(1.0, rel=1e-14, abs=0)
+    for u in (1e280, 1e300, 1e308):
+        want = u - 2.5 * u ** 0.4  # D = 5
+        assert float(diagonal.q_D(u, 5)) == pytest.approx(want, rel=1e-14, abs=0)
+    # was 0.0: u^2 underflowed before the alpha^D factor. Quadratic zone:
+    # Q = ||beta||^2 / (2 h_D'(0) alpha^D), h_2'(0) = 2, h_D'(0) = 2D / (D - 2)
+    assert float(diagonal.Q([1.0], 1e150)) == pytest.approx(0.25e-300, rel=1e-14, abs=0)
+    assert float(diagonal.Q([1.0, -0.5], 1e60, depth=3)) == pytest.approx(
+        1.25 / 12 * 1e-180, rel=1e-14, abs=0)
+
+
+def _dec(x):
+    import decimal
+    decimal.getcontext().prec = 60
+    return decimal.Decimal(float(x))
+
+
+def test_path_norm_and_f1_margin_with_units_at_mixed_scales():
+    # was 0.5 and 2e40 (a margin above max ||x|| = sqrt 2 is impossible): ||b_2||^2 flushed
+    P = {"a": np.array([1.0, 1e200]), "B": np.array([[1.0, 0.0], [1e-160, 1e-160]])}
+    two = _dec(2)
+    norm_b2 = (_dec(1e-160) ** 2 * 2).sqrt()
+    pn = (1 + _dec(1e200) * norm_b2) / 2
+    assert float(margins.f1_path_norm(P)) == pytest.approx(float(pn), rel=1e-14, abs=0)
+    h = (1 + _dec(1e200) * 2 * _dec(1e-160)) / 2  # h((1, 1)), both units active
+    got = float(margins.f1_normalized_margin(P, np.array([[1.0, 1.0]]), np.array([1.0])))
+    assert got == pytest.approx(float(h / pn), rel=1e-14, abs=0)
+    assert got <= float(two.sqrt())
+    # was 0 (a B s underflowed in that order) and a false overflow (s a first): true 1e-200, 1e100
+    got = float(margins.f1_path_norm({"a": np.array([1e-200]), "B": np.array([[1e300, 0.0]])},
+                                     1e-300))
+    assert got == pytest.approx(float(_dec(1e-200) * _dec(1e300) * _dec(1e-300)), rel=1e-14)
+    got = float(margins.f1_path_norm({"a": np.array([1e300]), "B": np.array([[1e-300, 0.0]])},
+                                     1e100))
+    assert got == pytest.approx(float(_dec(1e300) * _dec(1e-300) * _dec(1e100)), rel=1e-14)
+
+
+def test_relu_ntk_with_rows_at_mixed_scales():
+    # was 0 (true 6.42e-161): squared entries of the 1e-160 row flushed. Closed form at the
+    # angle pi/4, |x| = 1, |x'| = sqrt(2) 1e-160, <x, x'> = 1e-160, d = 2, kappa = 1
+    phi = np.pi / 4
+    want = (np.sqrt(2.0) / (4 * np.pi) * (np.sin(phi) + (np.pi - phi) * np.cos(phi))
+            + (np.pi - phi) / (2 * np.pi)) * 1e-160
+    K = np.asarray(ntk.relu_ntk(np.array([[1.0, 0.0], [1e-160, 1e-160]])))
+    assert K[0, 1] == pytest.approx(want, rel=1e-13, abs=0)
+    assert K[1, 0] == K[0, 1]
+    assert K[1, 1] == pytest.approx(2e-320 * (1 / 4 + 1 / 2), rel=1e-2, abs=0)  # subnormal
+
+
+def test_neuron_positions_with_subnormal_a_and_scale():
+    # was position (1, 0) and sign 0: |a| / c = 1 maps to tanh(1); the sign of a is kept
+    for a, sign in ((1e-310, 1.0), (-1e-310, -1.0)):
+        pos, sgn = margins.neuron_positions({"a": np.array([a]), "B": np.array([[1.0, 0.0]])},
+                                            scale=1e-310)
+        assert np.asarray(pos)[0].tolist() == pytest.approx([np.tanh(1.0), 0.0], rel=1e-14)
+        assert np.asarray(sgn).tolist() == [sign]
+
+
+def test_smoothed_margin_batch_rows_of_very_different_spread():
+    # was 0 for the second row (alone: 5e-11): beta (z - m) = 1e-310 flushed in the batch.
+    # F = -log(mean e^{-beta z}) / beta: row 1 exactly -1e300 log((1 + e^-1) / 2); row 2 the
+    # mean margin to first order in beta z = 1e-310
+    got = np.asarray(margins.smoothed_margin(np.array([[0.0, 1e300], [0.0, 1e-10]]), 1e-300))
+    assert got[0] == pytest.approx(-1e300 * np.log((1 + np.exp(-1.0)) / 2), rel=1e-14, abs=0)
+    assert got[1] == pytest.approx(5e-11, rel=1e-14, abs=0)
+
+
+def test_leaky_selected_parity_value_beyond_float64_raises():
+    # was inf: -1 + 2 <theta, x> = -1 + 2e308 is outside float64's range
+    with pytest.raises(ValueError, match="theta.*float64"):
+        parity.leaky_selected_parity(np.array([-1e308, 0.0, 0.0]), np.array([-1.0, -1.0, 1.0]))
+    # just inside the range it is the closed form (gate closed)
+    got = float(parity.leaky_selected_parity(np.array([-4e307, 0.0, 0.0]),
+                                             np.array([-1.0, -1.0, 1.0])))
+    assert got == pytest.approx(8e307, rel=1e-15, abs=0)
+
+
+def test_l2_interpolant_refuses_what_float64_cannot_solve_to_the_promised_accuracy():
+    from fractions import Fraction as F
+    y = np.array([1.0, 2.0])
+    # was +-7.96e14 (exact +-9.007e14, 12 % off) at cond 3e15; rows or columns at scales
+    # 1e100 were called inconsistent although X has full row rank
+    for X in (np.array([[1.0, 1.0], [1.0, 1.0 + 1e-15]]),
+              np.array([[1.0, 2e100, 0.0], [0.0, 1e100, 1.0]])):
+        with pytest.raises(ValueError, match="X is too ill-conditioned"):
+            convex.min_norm_interpolant(X, y, p=2)
+    # cond 4e5 is within range: the exact solution (Cramer's rule in rationals) to 1e-9
+    X = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-5]])
+    a, b, c, d = [F(v) for v in X.ravel()]
+    det = a * d - b * c
+    want = [float((d * 1 - b * 2) / det), float((a * 2 - c * 1) / det)]
+    got = np.asarray(convex.min_norm_interpolant(X, y, p=2))
+    assert got.tolist() == pytest.approx(want, rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize("w, depth", [(1e30, 2), (1.1, 10), (-1.3, 4), (0.7, 3)])
+def test_beta_of_nearly_equal_weights_is_exact_to_rounding(w, depth):
+    # was 5 % off (1e30, D = 2) and 1.8e-5 (D = 10): w_+^D - w_-^D cancels; exact in rationals
+    from fractions import Fraction as F
+    wp, wm = w, w * (1 + 1e-15)
+    want = float(F(wp) ** depth - F(wm) ** depth)
+    got = float(diagonal.beta_of({"w_plus": np.array([wp]), "w_minus": np.array([wm])},
+                                 depth)[0])
+    assert got == pytest.approx(want, rel=1e-13, abs=0)
+    # a_+ ~ -a_- with even D also cancels in the direct form
+    if depth % 2 == 0:
+        want = float(F(wp) ** depth - F(-wm) ** depth)
+        got = float(diagonal.beta_of({"w_plus": np.array([wp]), "w_minus": np.array([-wm])},
+                                     depth)[0])
+        assert got == pytest.approx(want, rel=1e-13, abs=0)
+
+
+def test_l1_max_margin_of_nearly_collinear_points_is_optimal():
+    # was ||w||_1 4.7e-8 above the optimum (tolerance 1e-8): the dual check's float64
+    # rounding allowance |Z| |a| eps exceeded the tolerance. w_1 + e w_2 >= 1 and
+    # -w_1 + e w_2 >= 1 give w_2 >= 1 / e, attained at w = (0, 1 / e): optimum 1 / e exactly
+    from fractions import Fraction as F
+    e = 1e-9
+    w = np.asarray(convex.max_margin(np.array([[1.0, e], [1.0, -e]]), np.array([1.0, -1.0]),
+                                     p=1))
+    assert float(np.abs(w).sum()) == pytest.approx(float(1 / F(e)), rel=1e-12, abs=0)
+
+
+def test_relative_changes_of_nearly_equal_inputs_are_accurate():
+    # was 5.6e-9 / 2.2e-8 relative error: divided by max |K| before subtracting. Reference in
+    # 60-digit decimals from the exact float inputs
+    K0 = np.array([[2.0, 1.0], [1.0, 3.0]])
+    K1 = K0 + 1e-8 * np.array([[1.0, 0.0], [0.0, -1.0]])
+    num = sum((_dec(b) - _dec(a)) ** 2 for a, b in zip(K0.ravel(), K1.ravel(), strict=True))
+    den = sum(_dec(a) ** 2 for a in K0.ravel())
+    want = float((num / den).sqrt())
+    assert kernels.relative_kernel_change(K0, K1) == pytest.approx(want, rel=1e-14, abs=0)
+    p0, p1 = np.array([3.0, 5.0]), np.array([3.0, 5.0 + 1e-8])
+    want = float(abs(_dec(p1[1]) - _dec(p0[1])) / _dec(34).sqrt())
+    assert lazy.relative_movement(p0, p1) == pytest.approx(want, rel=1e-14, abs=0)
+
+
+def test_newton_iteration_bound_beyond_int64_names_max_iter():
+    # was an OverflowError from jax.jit (static argument 10**400)
+    with pytest.raises(ValueError, match="max_iter"):
+        diagonal.implicit_bias_limit([[1.0, 2.0, 0.5]], [1.0], 1e-3, max_iter=10**400)
+    with pytest.raises(ValueError, match="max_iter"):
+        diagonal.margin_limit(np.array([[1.0, 0.0]]), np.array([1.0]), 1.0, max_iter=10**400)
+
+
+def test_gradient_flow_reaches_a_target_the_loss_resolves_to_few_digits():
+    # was diffrax's "maximum number of steps was reached in the nonlinear solver": near
+    # L = 1e-20 the loss 2 (w - 3)^2 of w ~ 3 is known to ~1e-5 only, Newton's method on the
+    # event time fails. Closed form: w(t) = 3 (1 - e^{-2t}), L = 18 e^{-4t}: at the crossing
+    # 3 - w = sqrt(1e-20 / 2)
+    traj = flows.gradient_flow(lambda w: jnp.sum((w - 3.0) ** 2), jnp.zeros(2),
+                               jnp.array([0.0, 100.0]), target=1e-20)
+    assert traj.converged
+    gap = 3.0 - np.asarray(traj.final)
+    assert gap.tolist() == pytest.approx([np.sqrt(0.5e-20)] * 2, rel=1e-3, abs=0)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], rtol=1e-310), "rtol"),
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], rtol=1e-17), "rtol"),
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], atol=1e-310), "atol"),
+    (lambda: flows.gradient_flow(_quad, jnp.zeros(2), [0.0, 1.0], target=1e-310), "target"),
+    (lambda: flows.gradient_descent(_quad, jnp.zeros(2), step_size=0.1, num_steps=5,
+                                    target=1e-310), "target"),
+    (lambda: diagonal.gradient_flow_path(X1, [1.0], 1e-310), "alpha"),
+    (lambda: diagonal.gradient_flow_path(X1, [1.0], 1.0, target=1e-310), "target"),
+    (lambda: diagonal.exponential_loss_path(X1, [1.0], 1e-310), "alpha"),
+    (lambda: diagonal.implicit_bias_limit([[1.0, 2.0]], [1.0], 1e-310), "alpha"),
+    (lambda: diagonal.init_diagonal(3, 1e-310), "alpha"),
+    (lambda: lazy.train(_lin, jnp.ones(2), np.eye(2), np.ones(2), alpha=1e-310,
+                        step_size=0.1, num_steps=2), "alpha"),
+])
+def test_subnormal_scales_and_tolerances_are_refused_naming_them(call, name):
+    # were accepted: XLA flushes them to 0, and runs went to their step limit (2 000 000
+    # steps for exponential_loss_path) or never met the target
+    with pytest.raises(ValueError, match=f"{name}.*(subnormal|precision)"):
+        call()
+
+
+def test_smoothed_margin_of_subnormal_margins_is_not_flushed():
+    # was 0: XLA flushed m = 1e-310. F = m - log((1 + e^{-beta d}) / 2) / beta with
+    # beta d = 1e-10: m + d / 2 to first order (next term beta d^2 / 8 ~ 1e-331, negligible)
+    got = float(margins.smoothed_margin([1e-310, 2e-310], 1e300))
+    assert got == pytest.approx(1.5e-310, rel=1e-9, abs=0)
+
+
+def test_exponential_loss_path_with_tiny_inputs_runs():
+    # was refused as "the curvature bound of log L overflows" (max ||x_n|| computed as 0: the
+    # squares of 1e-160 entries flushed). Checked against its definition: log L of the
+    # returned w, recomputed with scipy's logsumexp, and the margin min_n y_n <x_n, w>
+    from scipy.special import logsumexp
+    X, y = 1e-160 * np.array([[1.0, 2.0], [2.0, 0.5]]), np.array([1.0, 1.0])
+    r = diagonal.exponential_loss_path(X, y, 1.0, 2, accuracies=[1.0])
+    w = np.asarray(r.w)[0]
+    log_loss = logsumexp(-(y[:, None] * X) @ w) - np.log(2.0)
+    assert float(np.asarray(r.log_loss)[0]) == pytest.approx(log_loss, rel=1e-9, abs=0)
+    assert log_loss <= -1.0 + 1e-12
+    assert float(np.asarray(r.margin)[0]) == pytest.approx(float(np.min((y[:, None] * X) @ w)),
+                                                           rel=1e-12, abs=0)
