@@ -45,6 +45,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN_VAR = "KRR_GRADE_TOKEN"
+JUDGE_START = 300.0  # seconds the judge may take to start (import JAX, lib, the checkers)
 SOCKET_VAR = "KRR_JUDGE_SOCKET"  # homework.hidden.SOCKET_VAR: where the kernel finds the judge
 IN_KERNEL = {"parity/beyond-kernel"}  # homework.hidden.IN_KERNEL: otter's result counts
 
@@ -586,6 +587,10 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
          str(box / "judge.sock")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=judge_log, env=judge_env, start_new_session=True)
     env[SOCKET_VAR] = str(box / "judge.sock")
+    ready = time.monotonic() + JUDGE_START
+    while not (box / "judge.sock").exists() and judge.poll() is None and \
+            time.monotonic() < ready:  # its start (JAX) is not charged to a cell's time limit
+        time.sleep(0.1)
     log = box / "otter.log"
     timed_out = False
     with open(log, "wb") as logf:

@@ -392,8 +392,11 @@ def _connect(path: str, wait: float = 300.0):
         try:
             sock.connect(path)
             return sock
-        except OSError:
+        except OSError as err:
             sock.close()
+            if not isinstance(err, FileNotFoundError):  # a judge that stopped: no waiting
+                raise AssertionError(f"the grader's judge does not answer ({err}): ask your "
+                                     "instructor") from None
             if time.monotonic() > deadline:
                 raise AssertionError("the grader's judge does not answer (ask your "
                                      "instructor)") from None

@@ -125,9 +125,12 @@ def serve(root: str, path: str) -> int:
                 try:
                     hidden.send(stream, {"op": "verdict", "ok": ok, "hint": hint})
                 except OSError:
+                    pass  # the kernel left (e.g. its cell was interrupted): the verdict stands
+            for closing in (stream, conn):
+                try:
+                    closing.close()
+                except OSError:
                     pass
-            stream.close()
-            conn.close()
 
 
 if __name__ == "__main__":
