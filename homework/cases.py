@@ -64,7 +64,7 @@ except ImportError:
     pass
 """,
     # makes numpy.max return 0, so that assert_close's max |got - want| is 0 in the kernel: the
-    # comparison in the reference process (a fresh Python) rejects the zeros
+    # judge (a fresh Python outside the kernel) rejects the zeros
     "numpy_max": """\
 import numpy
 numpy.max = lambda *a, **k: 0.0
@@ -91,6 +91,109 @@ import os, signal
 os.kill(os.getpid(), signal.SIGKILL)
 """,
 }
+
+
+# The red team's seven ways to full marks with wrong answers (none flagged by the static scan):
+# with the judge (homework/judge.py) every one of them scores 0 on the affected tests.
+CHEATS = {
+    # 1. overwrite the autograder's copy of the hidden tests' verifier and checkers on disk
+    "cheat_disk": """\
+import os
+_fake = "def verify(*args, **kwargs):\\n    return None\\n"
+_home = os.path.join(os.getcwd(), "homework")
+if os.path.isdir(_home):
+    with open(os.path.join(_home, "hidden.py"), "w") as _f:
+        _f.write(_fake)
+    with open(os.path.join(_home, "checks", "__init__.py"), "w") as _f:
+        _f.write("_REGISTRY = {}\\n")
+""",
+    # 2. otter computes the results in the kernel: every test file scores full marks
+    "cheat_otter": """\
+from otter.execute import Checker as _Checker
+_K = _Checker
+_get = _K.get_results
+def _full(*args, **kwargs):
+    files = _get()
+    for tf in files:
+        tf._score = tf.possible
+    return files
+_K.get_results = _full
+""",
+    # 3. a fake reference process that answers ok, and numpy.max patched through an alias
+    "cheat_fake_process": """\
+import sys as _s, types as _t, numpy as _np
+class _Pipe:
+    def write(self, text):
+        return len(text)
+    def flush(self):
+        pass
+    def readline(self):
+        return '{"ok": true}\\n'
+class _Proc:
+    stdin = stdout = _Pipe()
+    def poll(self):
+        return None
+_holder = _t.ModuleType("_krr_reference_process")
+_holder.proc = _Proc()
+_mods = _s.modules
+_mods["_krr_reference_process"] = _holder
+_m = _np
+_m.max = lambda *a, **k: 0.0
+""",
+    # 4. an answer whose unpickling runs code (creates the file MARK): no pickle any more
+    "cheat_pickle": """\
+import numpy as _np
+class _Evil(_np.ndarray):
+    def __reduce__(self):
+        return (open, (MARK, "w"))
+""",
+    # 5. walk the frames of the caller and replace the checker's comparison
+    "cheat_frames": """\
+def _silence():
+    try:
+        raise ZeroDivisionError
+    except ZeroDivisionError as _e:
+        _f = _e.__traceback__.tb_frame
+    while _f is not None:
+        if "_close" in _f.f_globals:
+            _f.f_globals["_close"] = lambda *a, **k: None
+        _f = _f.f_back
+""",
+    # 6. read the reference value from the checker's frame and return it
+    "cheat_want": """\
+def _peek(name):
+    try:
+        raise ZeroDivisionError
+    except ZeroDivisionError as _e:
+        _f = _e.__traceback__.tb_frame
+    while _f is not None:
+        if name in _f.f_locals:
+            return _f.f_locals
+        _f = _f.f_back
+    return None
+""",
+}
+
+ZEROS = {
+    "ntk_linear_two_layer": "def ntk_linear_two_layer(U, v, x1, x2):\n"
+                            "    return jnp.zeros((x1.shape[0], x2.shape[0]))\n",
+    "symmetrize": "def symmetrize(a, B):\n"
+                  "    return jnp.zeros(2 * a.shape[0]), jnp.zeros((2 * B.shape[0], B.shape[1]))\n",
+    "gd_least_squares": "def gd_least_squares(X, y, eta, k):\n"
+                        "    return jnp.zeros(X.shape[1])\n",
+}
+
+# 7. keeps the own-code point: jax.jacrev bound as a default argument (right values)
+JACREV_DEFAULT = """\
+import jax
+def ntk_linear_two_layer(U, v, x1, x2, _jr=jax.jacrev):
+    def feats(x):
+        g = _jr(lambda p: p["v"] @ (p["U"] @ x))({"U": U, "v": v})
+        return jnp.concatenate([g["U"].ravel(), g["v"].ravel()])
+    J1 = jnp.stack([feats(x) for x in x1])
+    J2 = jnp.stack([feats(x) for x in x2])
+    return J1 @ J2.T
+"""
 
 
 def _code(source):
@@ -214,6 +317,35 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
 
     (folder / "garbage.ipynb").write_text("this is not a notebook {")
     expected["garbage"] = {"status": "unreadable: not a notebook", "points": dict(ZERO)}
+
+    mark = str(folder.resolve().parent / "krr-unpickled-mark")
+    for name, cell in CHEATS.items():
+        nb = copy.deepcopy(blank)
+        _insert_after_setup(nb, cell.replace("MARK", repr(mark)))
+        for fn, src in ZEROS.items():
+            _set_answer(nb, fn, src)
+        if name == "cheat_pickle":
+            _set_answer(nb, "ntk_linear_two_layer", "def ntk_linear_two_layer(U, v, x1, x2):\n"
+                        "    return _np.zeros((x1.shape[0], x2.shape[0])).view(_Evil)\n")
+        elif name == "cheat_frames":
+            for fn, src in ZEROS.items():
+                _set_answer(nb, fn, src.replace("    return", "    _silence()\n    return"))
+        elif name == "cheat_want":
+            _set_answer(nb, "ntk_linear_two_layer", "def ntk_linear_two_layer(U, v, x1, x2):\n"
+                        "    seen = _peek('want')\n"
+                        "    return jnp.zeros((x1.shape[0], x2.shape[0])) if seen is None "
+                        "else seen['want']\n")
+            _set_answer(nb, "gd_least_squares", "def gd_least_squares(X, y, eta, k):\n"
+                        "    seen = _peek('traj')\n"
+                        "    if seen is None:\n"
+                        "        return jnp.zeros(X.shape[1])\n"
+                        "    if 'limit' in seen:\n"
+                        "        return seen['limit']\n"
+                        "    return seen['traj'].params[seen['i']]\n")
+        put(name, nb, ZERO)
+    nb = copy.deepcopy(solved)
+    _set_answer(nb, "ntk_linear_two_layer", JACREV_DEFAULT)
+    put("cheat_jacrev_default", nb, {**FULL, NTK: 2.0})
 
     if slow:
         for case in ("runaway", "escape", "flood", "kernel_killer"):

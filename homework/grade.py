@@ -45,6 +45,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN_VAR = "KRR_GRADE_TOKEN"
+JUDGE_START = 300.0  # seconds the judge may take to start (import JAX, lib, the checkers)
+SOCKET_VAR = "KRR_JUDGE_SOCKET"  # homework.hidden.SOCKET_VAR: where the kernel finds the judge
+IN_KERNEL = {"parity/beyond-kernel"}  # homework.hidden.IN_KERNEL: otter's result counts
 
 
 class GradeError(Exception):
@@ -576,6 +579,18 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
+    # the judge of the hidden tests: the instructor's checkout, its stdout a pipe of ours
+    judge_env = {k: v for k, v in env.items() if k not in (TOKEN_VAR, EVENTS_VAR)}
+    judge_log = open(box / "judge.log", "wb")  # noqa: SIM115 (closed below)
+    judge = subprocess.Popen(
+        [sys.executable, "-I", str(ROOT / "homework" / "judge.py"), str(ROOT),
+         str(box / "judge.sock")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=judge_log, env=judge_env, start_new_session=True)
+    env[SOCKET_VAR] = str(box / "judge.sock")
+    ready = time.monotonic() + JUDGE_START
+    while not (box / "judge.sock").exists() and judge.poll() is None and \
+            time.monotonic() < ready:  # its start (JAX) is not charged to a cell's time limit
+        time.sleep(0.1)
     log = box / "otter.log"
     timed_out = False
     with open(log, "wb") as logf:
@@ -595,10 +610,95 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
                 pass
             proc.wait()
             _kill_tagged(token)
+            judge.kill()  # the notebook is gone: what the judge wrote is final
+            written = judge.stdout.read()
+            judge.wait()
+            judge_log.close()
     results = out / "results.json"
     return {"results": json.loads(results.read_text()) if results.is_file() else None,
             "log": log.read_bytes()[-4000:].decode(errors="replace"),
-            "events": read_events(events), "timed_out": timed_out}
+            "events": read_events(events), "timed_out": timed_out,
+            "verdicts": read_verdicts(written)}
+
+
+def read_verdicts(written: bytes) -> dict[str, tuple[bool, str]]:
+    """The judge's verdicts (its stdout): ``exercise|seed|kind`` -> (ok, hint), the last of
+    each key."""
+    verdicts = {}
+    for line in written.decode(errors="replace").splitlines():
+        try:
+            v = json.loads(line)
+            verdicts[str(v["key"])] = (v.get("ok") is True, str(v.get("hint", "")))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return verdicts
+
+
+def hidden_tests(autograder: Path) -> dict[str, list[str]]:
+    """question -> the keys ``exercise|seed|kind`` of its hidden tests (one point each), read
+    from the ``verify(...)`` calls of the autograder zip's test files (``kind``: ``own`` for
+    the own-code test, ``value`` otherwise)."""
+    import ast
+
+    table: dict[str, list[str]] = {}
+    with zipfile.ZipFile(autograder) as z:
+        for n in sorted(z.namelist()):
+            if not (n.startswith("tests/") and n.endswith(".py")):
+                continue
+            try:
+                tree = ast.parse(z.read(n).decode(errors="replace"))
+            except SyntaxError:
+                continue
+            keys = []
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "verify" \
+                        and node.args and isinstance(node.args[0], ast.Constant):
+                    kw = {k.arg: k.value for k in node.keywords}
+                    if isinstance(kw.get("seed"), ast.Constant):
+                        keys.append((node.lineno, f"{node.args[0].value}|{kw['seed'].value}|"
+                                     f"{'own' if 'forbid' in kw else 'value'}"))
+            if keys:
+                table[Path(n).stem] = [k for _, k in sorted(keys)]
+    return table
+
+
+NO_VERDICT = ("this test never reached the grader's judge (the notebook stopped it or changed "
+              "the tests)")
+
+
+def apply_verdicts(row: Row, table: dict[str, list[str]], verdicts: dict) -> None:
+    """The judge's verdicts replace otter's in-kernel results of the hidden tests: one point per
+    test the judge passed; a test without a verdict scores 0 with :data:`NO_VERDICT`. A question
+    checked in the kernel (:data:`IN_KERNEL`) keeps otter's points."""
+    for q, keys in table.items():
+        if any(k.split("|")[0] in IN_KERNEL for k in keys):
+            continue
+        lines = []
+        score = 0.0
+        for j, key in enumerate(keys, 1):
+            ok, hint = verdicts.get(key, (False, NO_VERDICT))
+            score += 1.0 if ok else 0.0
+            lines.append(f"- hidden test {j} ({1 if ok else 0} / 1): "
+                         + ("passed" if ok else f"failed: {hint[:500]}"))
+        possible = row.scores.get(q, (0.0, float(len(keys))))[1]
+        row.scores[q] = (score, possible)
+        row.messages[q] = lines
+
+
+def grader_digest() -> dict[str, str]:
+    """sha256 of every file of the instructor's ``homework/`` and ``lib/`` (not caches)."""
+    import hashlib
+
+    out = {}
+    for folder in ("homework", "lib"):
+        for p in sorted((ROOT / folder).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+                out[str(p.relative_to(ROOT))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
 def kernel_died(log: str) -> bool:
@@ -607,7 +707,8 @@ def kernel_died(log: str) -> bool:
 
 
 def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
-              cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None) -> Row:
+              cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
+              table: dict | None = None) -> Row:
     """Grade one submission with ``otter run`` in its own session, with limits.
 
     A cell stopped by the per-cell limit is named in the notes (with its time). When the kernel
@@ -643,6 +744,8 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
         notes.append(f"otter run gave no result; last output: {tail!r}")
     else:
         _fill_from_results(row, run["results"])
+        apply_verdicts(row, hidden_tests(autograder) if table is None else table,
+                       run["verdicts"])
     row.notes = "; ".join(notes)
     return row
 
@@ -888,6 +991,8 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
         ag = Path(autograder) if autograder else find_autograder(chapter)
         points = autograder_points(ag)
         ag = local_autograder(ag, work)
+        table = hidden_tests(ag)
+        digest = grader_digest()
         questions = sorted(points)
         rows: list[Row] = []
         todo: list[Submission] = []
@@ -928,7 +1033,14 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
                                           cell_timeout=cell_timeout,
                                           memory=int(memory_gb * 2**30),
                                           output_cap=int(output_mb * 2**20),
-                                          cache_dir=cache_dir))
+                                          cache_dir=cache_dir, table=table))
+                changed = changed_files(digest, grader_digest())
+                if changed:  # the judge and the checkers come from these files
+                    also = " (or a submission graded at the same time)" if jobs > 1 else ""
+                    raise GradeError(
+                        f"grading aborted: the grader's own files changed while {s.student} "
+                        f"({s.origin}) was graded{also}: {', '.join(changed[:5])}; restore "
+                        "them (git status) and review that notebook before grading again")
                 log(_progress(row))
                 return row
 

@@ -1,24 +1,25 @@
-"""What the hidden otter tests call: a checker run on fresh inputs, compared with the reference
-outside the student's kernel.
+"""What the hidden otter tests call: the student's side of a check judged outside the kernel.
 
-The hidden tests run in the kernel that just ran the student's notebook, so every module there
-may have been patched by the notebook (``numpy.max``, ``lib.ntk.empirical_ntk``, the checker
-registry, this very module in ``sys.modules``, ...). Three layers:
+The hidden tests run in the kernel that just ran the student's notebook, where everything may
+have been patched (``numpy.max``, otter, this file on disk, the frames of any function). So the
+verdict is not computed there: a **judge** (``homework/judge.py``, a fresh ``python -I``) runs
+the checker, and every call the checker makes to the student's answer becomes a request to the
+kernel over a Unix socket, in JSON (arrays as ``{dtype, shape, data}``; no pickle anywhere).
+The kernel evaluates the student's function and answers in JSON; the reference values never
+exist in the kernel.
 
-* the hidden test does not import this module: it executes this file's text afresh under a
-  private name (a patched ``homework.hidden`` in ``sys.modules`` is never used);
-* :func:`verify` loads its own copies of ``lib`` and of the checkers from their files and runs
-  the checker in the kernel, **recording** every call to the student's answer (inputs, output);
-* when that run passes, the record goes to a **reference process** (``homework/reference.py``,
-  a fresh ``python -I`` started by the first hidden test, whose modules the notebook never
-  touched), which runs the same checker with the same key on a replay of the recorded calls:
-  its own inputs must equal the recorded ones and the recorded outputs must pass its own
-  comparison. The test passes only if both runs pass.
+* ``make grade`` starts the judge per submission from the instructor's checkout and gives its
+  socket in ``KRR_JUDGE_SOCKET``; the judge's verdicts go to the grader over the judge's stdout
+  (a pipe the kernel does not hold) and replace otter's in-kernel results for the hidden tests.
+* ``otter run`` on the autograder zip alone (Gradescope): no ``KRR_JUDGE_SOCKET``; the first
+  hidden test starts a judge from the autograder's copy and the verdict comes back to the
+  kernel, where otter counts it (the notebook can tamper with that: see the instructors page).
 
-An answer the checker traces with JAX (its arguments are tracers, e.g. ``parity/beyond-kernel``)
-cannot be recorded: its check runs in the kernel only. None of this stops code that patches
-otter, ``subprocess`` or ``builtins`` themselves: the grader's static scan flags those
-(``homework/grade.py``), and ``chapters/instructors.md`` says what is and is not protected.
+What the kernel still decides, and can only decide against itself: "not attempted", a name not
+defined, and the own-code points (a forbidden library function reached at run time, or found
+by identity in the answer's defaults, closure cells or globals: :func:`forbidden_objects`).
+An answer the checker traces with JAX (:data:`IN_KERNEL`, e.g. ``parity/beyond-kernel``) cannot
+be sent as JSON: its check runs in the kernel, as before, and counts as otter says.
 """
 
 from __future__ import annotations
@@ -113,17 +114,123 @@ def is_stub(answer) -> bool:
     return False
 
 
-@contextlib.contextmanager
-def _forbidden(names):
-    """Make ``module:attr`` entries raise while the answer runs (the student's modules)."""
+# --------------------------------------------------------------------------------------------
+# The wire format: JSON values, arrays as {dtype, shape, data}; no pickle, no code
+# --------------------------------------------------------------------------------------------
+
+SOCKET_VAR = "KRR_JUDGE_SOCKET"
+IN_KERNEL = {"parity/beyond-kernel"}  # the checker traces the answer with JAX (jax.grad, vmap)
+MAX_LINE = 64 * 2**20  # one message; an answer larger than this fails
+
+
+class Traced(TypeError):
+    """An argument or output that is a JAX tracer (it cannot be sent)."""
+
+
+def encode(value):
+    """``value`` as JSON data: numbers, strings, None, lists; ``{"tuple": [...]}``,
+    ``{"dict": {...}}`` (string keys) and ``{"array": {"dtype", "shape", "data"}}`` (numpy and
+    JAX arrays and scalars; ``data`` a flat list of numbers, ``[re, im]`` pairs if complex).
+
+    Raises:
+        Traced: a JAX tracer; TypeError: anything else (a function, an object, ...).
+    """
+    import numpy as np
+
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if type(value) is tuple:
+        return {"tuple": [encode(v) for v in value]}
+    if type(value) is list:
+        return [encode(v) for v in value]
+    if type(value) is dict:
+        if not all(type(k) is str for k in value):
+            raise TypeError("a dict whose keys are not strings")
+        return {"dict": {k: encode(v) for k, v in value.items()}}
+    if "Tracer" in type(value).__name__:
+        raise Traced("a JAX tracer")
+    if isinstance(value, np.ndarray | np.generic) or type(value).__module__.startswith(
+            ("jax", "jaxlib")):
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"an array of {arr.dtype}")
+        flat = arr.ravel()
+        data = ([[float(z.real), float(z.imag)] for z in flat.tolist()]
+                if arr.dtype.kind == "c" else flat.tolist())
+        return {"array": {"dtype": arr.dtype.name, "shape": list(arr.shape), "data": data}}
+    raise TypeError(f"a {type(value).__name__}")
+
+
+def decode(data, asarray=None):
+    """The value :func:`encode` wrote (arrays as numpy arrays, or through ``asarray``).
+
+    Raises:
+        ValueError: data that :func:`encode` does not write.
+    """
+    import numpy as np
+
+    if data is None or type(data) in (bool, int, float, str):
+        return data
+    if type(data) is list:
+        return [decode(v, asarray) for v in data]
+    if type(data) is dict and len(data) == 1:
+        (tag, body), = data.items()
+        if tag == "tuple" and type(body) is list:
+            return tuple(decode(v, asarray) for v in body)
+        if tag == "dict" and type(body) is dict:
+            return {str(k): decode(v, asarray) for k, v in body.items()}
+        if tag == "array" and type(body) is dict:
+            dtype = np.dtype(str(body.get("dtype")))
+            shape = tuple(int(n) for n in body.get("shape", ()))
+            flat = body.get("data")
+            if dtype.kind not in "biufc" or type(flat) is not list or any(n < 0 for n in shape):
+                raise ValueError("a malformed array")
+            if dtype.kind == "c":
+                if not all(type(z) is list and len(z) == 2 and all(type(t) in (int, float)
+                                                                   for t in z) for z in flat):
+                    raise ValueError("a malformed complex array")
+                flat = [complex(z[0], z[1]) for z in flat]
+            elif not all(type(x) in (bool, int, float) for x in flat):
+                raise ValueError("an array with entries that are not numbers")
+            arr = np.array(flat, dtype=dtype).reshape(shape)
+            return asarray(arr) if asarray is not None else arr
+    raise ValueError(f"unexpected data of type {type(data).__name__}")
+
+
+def send(stream, message: dict) -> None:
+    import json
+
+    stream.write(json.dumps(message).encode() + b"\n")
+    stream.flush()
+
+
+def receive(stream) -> dict | None:
+    """The next message, or None when the other side closed the connection."""
+    import json
+
+    line = stream.readline(MAX_LINE + 1)
+    if not line:
+        return None
+    if len(line) > MAX_LINE:
+        raise ValueError("a message larger than the grader accepts")
+    message = json.loads(line)
+    if type(message) is not dict:
+        raise ValueError("a message that is not a JSON object")
+    return message
+
+
+# --------------------------------------------------------------------------------------------
+# Own-code points: forbidden objects, at run time and by identity
+# --------------------------------------------------------------------------------------------
+
+AUTODIFF = ["jax:grad", "jax:jacrev", "jax:jacfwd", "jax:jacobian", "jax:vjp", "jax:jvp",
+            "jax:linearize", "jax:hessian", "jax:value_and_grad"]
+
+
+def _targets(names):
     import importlib
 
-    saved = []
-
-    def refuse(*args, **kwargs):
-        raise RuntimeError("this exercise asks you to compute it yourself, without "
-                           "this library function")
-
+    found = []
     for entry in names or []:
         mod_name, attr = entry.split(":")
         try:
@@ -131,8 +238,107 @@ def _forbidden(names):
         except ImportError:
             continue
         if hasattr(mod, attr):
-            saved.append((mod, attr, getattr(mod, attr)))
-            setattr(mod, attr, refuse)
+            found.append((entry, getattr(mod, attr)))
+    return found
+
+
+def _foreign_code(code) -> bool:
+    """Whether a code object comes from an installed package, the standard library or the
+    course's ``lib`` (not the student's own code)."""
+    import sysconfig
+
+    filename = code.co_filename or ""
+    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.add(str(_HERE.parent / "lib"))
+    return any(r and filename.startswith(r) for r in roots)
+
+
+def forbidden_objects(answer, names) -> list[str]:
+    """The ``module:attr`` entries of ``names`` whose object the answer holds: in its defaults,
+    keyword defaults, closure cells, the globals its code names, ``__wrapped__``, partials,
+    bound methods and containers, recursively through the student's own functions. Catches
+    ``def f(x, _jr=jax.jacrev)``, which the run-time patch of ``jax.jacrev`` does not see."""
+    import functools
+    import types
+
+    targets = _targets(names)
+    hits: list[str] = []
+    seen: set[int] = set()
+
+    def names_of(code):
+        out = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                out |= names_of(const)
+        return out
+
+    def visit(obj, depth=0):
+        if depth > 40 or id(obj) in seen or isinstance(obj, types.ModuleType):
+            return
+        seen.add(id(obj))
+        for entry, target in targets:
+            if obj is target:
+                hits.append(entry)
+                return
+        if isinstance(obj, functools.partial):
+            for v in (obj.func, *obj.args, *obj.keywords.values()):
+                visit(v, depth + 1)
+        elif isinstance(obj, types.MethodType):
+            visit(obj.__func__, depth + 1)
+            visit(obj.__self__, depth + 1)
+        elif isinstance(obj, list | tuple | set | frozenset):
+            for v in list(obj)[:1000]:
+                visit(v, depth + 1)
+        elif isinstance(obj, dict):
+            for v in list(obj.values())[:1000]:
+                visit(v, depth + 1)
+        elif isinstance(obj, types.FunctionType):
+            if _foreign_code(obj.__code__):
+                return
+            for v in (obj.__defaults__ or ()):
+                visit(v, depth + 1)
+            for v in (obj.__kwdefaults__ or {}).values():
+                visit(v, depth + 1)
+            for cell in obj.__closure__ or ():
+                try:
+                    visit(cell.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+            glob = obj.__globals__
+            for name in sorted(names_of(obj.__code__)):
+                if name in glob:
+                    visit(glob[name], depth + 1)
+            if "__wrapped__" in vars(obj):
+                visit(vars(obj)["__wrapped__"], depth + 1)
+        elif callable(obj) and not isinstance(obj, type | types.BuiltinFunctionType):
+            call = vars(type(obj)).get("__call__")
+            if isinstance(call, types.FunctionType):
+                visit(call, depth + 1)
+                visit(getattr(obj, "__dict__", {}), depth + 1)
+
+    visit(answer)
+    return list(dict.fromkeys(hits))
+
+
+OWN_CODE_HINT = ("this exercise asks you to compute it yourself, without this library function "
+                 "(your function calls it or holds it)")
+
+
+def _refuse(names):
+    def refuse(*args, **kwargs):
+        raise RuntimeError(OWN_CODE_HINT)
+
+    saved = [(__import__("importlib").import_module(e.split(":")[0]), e.split(":")[1], obj)
+             for e, obj in _targets(names)]
+    for mod, attr, _ in saved:
+        setattr(mod, attr, refuse)
+    return saved
+
+
+@contextlib.contextmanager
+def _forbidden(names):
+    """Make ``module:attr`` entries raise while the answer runs (the student's modules)."""
+    saved = _refuse(names)
     try:
         yield
     finally:
@@ -140,17 +346,9 @@ def _forbidden(names):
             setattr(mod, attr, value)
 
 
-def _plain(value, np):
-    """jax arrays as numpy arrays, recursively; raises TypeError on a JAX tracer."""
-    if isinstance(value, tuple | list):
-        return type(value)(_plain(v, np) for v in value)
-    if isinstance(value, dict):
-        return {k: _plain(v, np) for k, v in value.items()}
-    if type(value).__module__.startswith(("jax", "jaxlib")):
-        if "Tracer" in type(value).__name__:
-            raise TypeError("traced")
-        return np.asarray(value)
-    return value
+# --------------------------------------------------------------------------------------------
+# The kernel's side: answer the judge's calls
+# --------------------------------------------------------------------------------------------
 
 
 def _source(answer):
@@ -163,128 +361,157 @@ def _source(answer):
         return None
 
 
-def _reference_process():
-    """The reference process of this kernel (started once, kept in a private module)."""
+def _start_judge() -> str:
+    """The socket of a judge started from this folder's ``homework/judge.py`` (the ``otter run``
+    path without ``make grade``), started once per kernel."""
+    import os
     import subprocess
+    import tempfile
     import types
 
-    holder = sys.modules.get("_krr_reference_process")
-    if holder is None:
-        holder = types.ModuleType("_krr_reference_process")
-        holder.proc = None
-        sys.modules["_krr_reference_process"] = holder
-    if holder.proc is None or holder.proc.poll() is not None:
+    holder = sys.modules.get("_krr_judge")
+    if holder is None or holder.proc.poll() is not None:
+        folder = tempfile.mkdtemp(prefix="krr-judge-")
+        path = os.path.join(folder, "judge.sock")
+        holder = types.ModuleType("_krr_judge")
+        holder.path = path
         holder.proc = subprocess.Popen(
-            [sys.executable, "-I", str(_HERE / "reference.py"), str(_HERE.parent)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True)
-    return holder.proc
+            [sys.executable, "-I", str(_HERE / "judge.py"), str(_HERE.parent), path],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sys.modules["_krr_judge"] = holder
+    return holder.path
 
 
-def _compare_outside(exercise: str, seed: int, record: dict) -> tuple[bool, str]:
-    import json
+def _connect(path: str, wait: float = 300.0):
+    import socket
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except OSError as err:
+            sock.close()
+            if not isinstance(err, FileNotFoundError):  # a judge that stopped: no waiting
+                raise AssertionError(f"the grader's judge does not answer ({err}): ask your "
+                                     "instructor") from None
+            if time.monotonic() > deadline:
+                raise AssertionError("the grader's judge does not answer (ask your "
+                                     "instructor)") from None
+            time.sleep(0.2)
+
+
+def ask_judge(request: dict, answer=None, forbid=None, path: str | None = None):
+    """Send one hidden test to the judge and answer its calls with ``answer``; returns
+    ``(ok, hint)``. A ``request`` with ``"refused"`` is a failure the kernel found itself."""
     import os
-    import pickle
-    import tempfile
 
-    fd, path = tempfile.mkstemp(prefix="krr-record-", suffix=".pkl")
     try:
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(record, f)
-        except Exception as err:  # noqa: BLE001 (an output that is not plain data)
-            return False, (f"the grader could not record what your function returned "
-                           f"({type(err).__name__}): return arrays or numbers")
-        proc = _reference_process()
-        proc.stdin.write(json.dumps({"exercise": exercise, "seed": seed, "record": path}) + "\n")
-        proc.stdin.flush()
-        line = proc.stdout.readline()
-        if not line:
-            return False, "the grader's reference process stopped (ask your instructor)"
-        answer = json.loads(line)
-        return bool(answer.get("ok")), str(answer.get("hint", ""))
+        import jax.numpy as jnp
+        asarray = jnp.asarray
+    except ImportError:  # pragma: no cover
+        asarray = None
+    path = path or os.environ.get(SOCKET_VAR) or _start_judge()
+    sock = _connect(path)
+    stream = sock.makefile("rwb")
+    try:
+        send(stream, request)
+        while True:
+            message = receive(stream)
+            if message is None:
+                return False, "the grader's judge stopped (ask your instructor)"
+            if message.get("op") == "verdict":
+                return bool(message.get("ok")), str(message.get("hint", ""))
+            try:
+                args = decode(message.get("args"), asarray)
+                kwargs = decode(message.get("kwargs"), asarray)
+                with _forbidden(forbid):
+                    out = answer(*args, **kwargs)
+            except (Exception, SystemExit) as err:  # noqa: BLE001 (the answer raised)
+                reply = {"raise": [type(err).__name__, str(err)[:300]]}
+            else:
+                try:
+                    reply = {"value": encode(out)}
+                except TypeError as err:
+                    reply = {"raise": ["TypeError", "the grader could not read what your "
+                                       f"function returned ({err}): return arrays or numbers"]}
+            try:
+                send(stream, reply)
+            except OSError:
+                pass  # the judge gave up waiting: its verdict is the next message
     finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        stream.close()
+        sock.close()
 
 
-def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None) -> None:
-    """Run the checker of ``exercise`` on the answer ``answer_expr`` (evaluated in the
-    notebook's globals ``env``) with inputs drawn from ``jax.random.key(seed)``.
-
-    Raises:
-        AssertionError: with the checker's hint when the answer fails, "not attempted" when the
-            answer is still the stub's value (``None``, ``...``, a body ``...``, ``pass`` or
-            ``raise NotImplementedError``: :func:`is_stub`), and "the answer calls a library
-            function the exercise forbids" when ``forbid`` entries were used.
-    """
+def _check_in_kernel(exercise, answer, seed, forbid):
+    """The check of an answer the checker traces with JAX (:data:`IN_KERNEL`), in the kernel."""
     import jax
 
-    try:
-        answer = eval(answer_expr, dict(env))  # noqa: S307 (an expression of the chapter)
-    except NameError:
-        raise AssertionError(f"{answer_expr} is not defined (cell deleted or renamed?)") from None
-    except Exception as err:  # noqa: BLE001
-        raise AssertionError(f"{answer_expr} raised {type(err).__name__}: {err}") from None
     checks = fresh_checks()
-    if exercise not in checks._REGISTRY:
-        raise AssertionError(f"no checker for {exercise}")
-    if is_stub(answer):  # the blank notebook's answer: say so, not "has shape ()"
-        raise AssertionError("not attempted: replace the ... of the answer cell by your answer")
-    checker = checks._REGISTRY[exercise]
-    record = {"calls": [], "source": _source(answer) if callable(answer) else None,
-              "replayable": True}
-    if callable(answer):
-        import functools
-
-        import numpy as np
-
-        student = answer
-
-        @functools.wraps(student)  # keeps the source readable (inspect follows __wrapped__)
-        def answer(*args, **kwargs):
-            try:
-                out = student(*args, **kwargs)
-            except BaseException as err:
-                _record(args, kwargs, "raise", (type(err).__name__, str(err)[:300]))
-                raise
-            _record(args, kwargs, "return", out)
-            return out
-
-        def _record(args, kwargs, kind, out):
-            try:
-                record["calls"].append((_plain(args, np), _plain(kwargs, np), kind,
-                                        _plain(out, np) if kind == "return" else out))
-            except TypeError:  # traced by JAX: checked in the kernel only
-                record["replayable"] = False
     if forbid and callable(answer):
         import functools
 
         inner = answer
 
-        @functools.wraps(inner)  # keeps the source readable (inspect follows __wrapped__)
+        @functools.wraps(inner)
         def answer(*args, **kwargs):
             with _forbidden(forbid):
                 return inner(*args, **kwargs)
 
     try:
-        checker(answer, jax.random.key(seed))
+        checks._REGISTRY[exercise](answer, jax.random.key(seed))
     except NotImplementedError:
         raise AssertionError("not attempted: replace the ... of the answer cell by your "
                              "answer") from None
     except checks.CheckFailed as err:
         raise AssertionError(f"fails: {err}") from None
-    except AssertionError:
-        raise
     except Exception as err:  # noqa: BLE001 (the answer raised)
         raise AssertionError(f"your code raised {type(err).__name__}: {err}") from None
-    if record["replayable"] and record["calls"]:
-        ok, hint = _compare_outside(exercise, seed, record)
-        if not ok:
-            raise AssertionError(hint)
 
+
+def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None) -> None:
+    """One hidden test: the answer ``answer_expr`` (evaluated in the notebook's globals ``env``)
+    judged on the checker's inputs drawn from ``jax.random.key(seed)``, by the judge.
+
+    Raises:
+        AssertionError: with the judge's hint when the answer fails, "not attempted" when the
+            answer is still the stub's value (:func:`is_stub`), and the own-code hint when
+            ``forbid`` entries are used or held by the answer (:func:`forbidden_objects`).
+    """
+    kind = "own" if forbid else "value"
+    request = {"op": "test", "exercise": exercise, "seed": int(seed), "kind": kind}
+    refused = None
+    answer = None
+    try:
+        answer = eval(answer_expr, dict(env))  # noqa: S307 (an expression of the chapter)
+    except NameError:
+        refused = f"{answer_expr} is not defined (cell deleted or renamed?)"
+    except Exception as err:  # noqa: BLE001
+        refused = f"{answer_expr} raised {type(err).__name__}: {err}"
+    if refused is None and is_stub(answer):  # the blank notebook: say so, not "has shape ()"
+        refused = "not attempted: replace the ... of the answer cell by your answer"
+    if refused is None and forbid and forbidden_objects(answer, forbid + AUTODIFF * (
+            "jax:grad" in forbid)):
+        refused = OWN_CODE_HINT
+    if refused is None and exercise in IN_KERNEL:
+        _check_in_kernel(exercise, answer, seed, forbid)
+        return
+    if refused is not None:
+        request["refused"] = refused
+    elif callable(answer):
+        request["source"] = _source(answer)
+    else:
+        try:
+            request["value"] = encode(answer)
+        except TypeError as err:
+            request["refused"] = (f"the grader could not read {answer_expr} ({err}): it should "
+                                  "be a function, an array or a number")
+    ok, hint = ask_judge(request, answer if callable(answer) else None, forbid)
+    if not ok:
+        raise AssertionError(hint)
 
 def load_verify(folder=None):
     """:func:`verify` from a fresh execution of this file (not from ``sys.modules``): what the

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
     "setup/ntk-linear-two-layer": ["lib:empirical_ntk", "lib.ntk:empirical_ntk", "jax:jacrev",
                                    "jax:jacfwd", "jax:jacobian", "jax:grad", "jax:vjp",
-                                   "jax:jvp"],
+                                   "jax:jvp", "jax:linearize", "jax:hessian"],
     "setup/gd-least-squares": ["lib:gradient_descent", "lib.flows:gradient_descent"],
     "lazy_training/kernel-distance": ["lib:kernel_distance", "lib.kernels:kernel_distance"],
 }
@@ -206,7 +206,8 @@ test_attempted(globals())"""
 
 
 # How a hidden test gets the verifier: this file's text executed afresh (never the module in
-# sys.modules, which the notebook may have replaced); see homework/hidden.py.
+# sys.modules, which the notebook may have replaced). The verdict is the judge's, outside the
+# kernel (homework/judge.py); see homework/hidden.py.
 LOAD_VERIFY = """\
     import os, sys
     for _base in [os.getcwd(), *sys.path]:

@@ -223,10 +223,9 @@ def test_hidden_tests_do_not_use_a_patched_verifier_module(monkeypatch):
             "test_hidden_1(globals())", "test_hidden_1(ENV)"), {"ENV": env})
 
 
-def test_patched_numpy_cannot_pass_zeros_the_reference_process_compares(monkeypatch):
-    """Cheat (b): ``numpy.max = lambda *a, **k: 0.0`` makes the in-kernel comparison pass for
-    zeros; the reference process (a fresh Python) replays the recorded outputs and fails them,
-    and an answer computed on tampered inputs fails there too."""
+def test_patched_numpy_cannot_pass_zeros_the_judge_compares(monkeypatch):
+    """Cheat (b): ``numpy.max = lambda *a, **k: 0.0`` in the kernel would make an in-kernel
+    comparison pass for zeros; the judge (a fresh Python) runs the comparison and fails them."""
     import numpy
 
     def zeros(X, y, eta, k):
@@ -235,11 +234,205 @@ def test_patched_numpy_cannot_pass_zeros_the_reference_process_compares(monkeypa
     monkeypatch.setattr(numpy, "max", lambda *a, **k: 0.0)
     with pytest.raises(AssertionError, match="off by a relative"):
         hidden.verify("setup/gd-least-squares", {"f": zeros}, "f", seed=77)
-    monkeypatch.undo()
-    record = {"calls": [((numpy.zeros((5, 4)),), {}, "return", numpy.zeros(3))],
-              "source": None, "replayable": True}
-    ok, hint = hidden._compare_outside("setup/ntk-linear-two-layer", 3, record)
-    assert not ok and "other inputs" in hint
+
+
+def test_the_wire_format_round_trips_values_and_refuses_objects():
+    import numpy as np
+
+    values = [None, True, 3, 2.5, "s", float("nan"), [1, 2.0], (np.float32(1.5), np.arange(3)),
+              {"a": np.zeros((2, 0)), "b": np.array(1 + 2j)}, np.eye(2, dtype=np.float32),
+              jnp.array([[1.0, -2.0]]), np.array(True), np.int64(7)]
+    for value in values:
+        data = json.loads(json.dumps(hidden.encode(value)))  # what crosses the socket
+        back = hidden.decode(data)
+        if isinstance(value, np.ndarray | np.generic) or type(value).__module__.startswith("jax"):
+            want = np.asarray(value)
+            assert back.dtype == want.dtype and back.shape == want.shape
+            assert np.array_equal(back, want)
+        elif isinstance(value, float) and value != value:
+            assert back != back
+        elif isinstance(value, tuple | dict):
+            assert type(back) is type(value) and len(back) == len(value)
+        else:
+            assert back == value
+    for bad in (object(), lambda x: x, {1: 2}, np.array(["a"]), np.array([None], dtype=object)):
+        with pytest.raises(TypeError):
+            hidden.encode(bad)
+    for bad in ({"array": {"dtype": "object", "shape": [1], "data": [1]}},
+                {"array": {"dtype": "float64", "shape": [1], "data": ["1"]}},
+                {"array": {"dtype": "float64", "shape": [2], "data": [1.0]}},
+                {"pickle": "gASV"}, {"tuple": 3}):
+        with pytest.raises((ValueError, TypeError)):
+            hidden.decode(bad)
+
+
+@pytest.fixture
+def judge(tmp_path):
+    """A judge started as make grade starts it: its socket, and its stdout (the verdicts)."""
+    import subprocess
+    import sys
+    import time
+
+    sock = tmp_path / "judge.sock"
+    proc = subprocess.Popen([sys.executable, "-I", str(ROOT / "homework" / "judge.py"),
+                             str(ROOT), str(sock)], stdout=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    for _ in range(600):
+        if sock.exists():
+            break
+        time.sleep(0.2)
+    yield str(sock), proc
+    proc.kill()
+    proc.wait()
+
+
+def test_the_judge_runs_the_checker_and_calls_the_kernel_for_each_answer(judge):
+    """The judge protocol with this process as the kernel: the judge's calls arrive as JSON,
+    the verdict comes back, and every verdict is a line on the judge's stdout."""
+    import socket
+
+    path, proc = judge
+    calls = []
+
+    def right(U, v, x1, x2):
+        calls.append((type(U).__module__, U.shape))
+        return _ntk(U, v, x1, x2)
+
+    request = {"op": "test", "exercise": "setup/ntk-linear-two-layer", "seed": 5,
+               "kind": "value"}
+    assert hidden.ask_judge(dict(request), right, path=path) == (True, "")
+    assert calls and calls[0][0].startswith("jax") and calls[0][1] == (7, 4)
+    ok, hint = hidden.ask_judge(dict(request), lambda U, v, x1, x2: _ntk(U, v, x1, x2) * 2,
+                                path=path)
+    assert not ok and "off by a relative" in hint
+    ok, hint = hidden.ask_judge(dict(request), lambda *a: object(), path=path)
+    assert not ok and "could not read what your function returned" in hint
+    ok, hint = hidden.ask_judge(dict(request), lambda *a: 1 / 0, path=path)
+    assert not ok and "ZeroDivisionError" in hint
+    ok, hint = hidden.ask_judge({**request, "refused": "not attempted: x"}, None, path=path)
+    assert (ok, hint) == (False, "not attempted: x")
+    # a kernel that answers with something encode never writes: a failure, the judge goes on
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    stream = sock.makefile("rwb")
+    hidden.send(stream, {**request, "seed": 6})
+    assert hidden.receive(stream)["op"] == "call"
+    hidden.send(stream, {"value": {"array": {"dtype": "object", "shape": [1], "data": [0]}}})
+    verdict = hidden.receive(stream)
+    assert verdict["op"] == "verdict" and verdict["ok"] is False
+    sock.close()
+    # the gd checker reads the source the kernel sends; None: it cannot check for loops
+    gd = {"op": "test", "exercise": "setup/gd-least-squares", "seed": 1, "kind": "value",
+          "source": None}
+    import numpy as np
+
+    def closed_form(X, y, eta, k):
+        X, y = np.asarray(X), np.asarray(y)
+        w, V = np.linalg.eigh(X.T @ X)
+        shrink = np.where(w > 1e-12, (1 - (1 - eta * np.clip(w, 0, None)) ** k)
+                          / np.where(w > 1e-12, w, 1), 0.0)
+        return V @ (shrink * (V.T @ (X.T @ y)))
+
+    ok, hint = hidden.ask_judge(dict(gd), closed_form, path=path)
+    assert not ok and "cannot read the source" in hint
+    src = "def f(X, y, eta, k):\n    for _ in range(k):\n        pass\n"
+    ok, hint = hidden.ask_judge({**gd, "source": src}, closed_form, path=path)
+    assert not ok and "for" in hint
+    proc.kill()
+    lines = [json.loads(line) for line in proc.stdout.read().decode().splitlines()]
+    assert lines[0] == {"key": "setup/ntk-linear-two-layer|5|value", "ok": True, "hint": ""}
+    assert [v["ok"] for v in lines] == [True] + [False] * 7
+    assert hg.read_verdicts(b"junk\n" + json.dumps(lines[1]).encode() + b"\n{") == {
+        "setup/ntk-linear-two-layer|5|value": (False, lines[1]["hint"])}
+
+
+def test_the_own_code_inspection_finds_forbidden_objects_by_identity():
+    """Cheat 7: ``def f(x, _jr=jax.jacrev)`` keeps jacrev away from the run-time patch of the
+    module attribute; the inspection finds it in defaults, keyword defaults, closure cells,
+    globals, partials and the student's helper functions."""
+    import functools
+
+    import jax
+
+    import lib
+
+    names = ho.FORBIDDEN["setup/ntk-linear-two-layer"]
+
+    def default(U, v, x1, x2, _jr=jax.jacrev):
+        return _jr
+
+    def kwdefault(U, v, x1, x2, *, g=jax.grad):
+        return g
+
+    hold = jax.jacfwd
+
+    def closure(U, v, x1, x2):
+        return hold
+
+    def helper(x):
+        return _ALIAS(x)  # noqa: F821 (set below, a global of this module)
+
+    def via_helper(U, v, x1, x2):
+        return helper(U)
+
+    partial = functools.partial(lambda f, *a: f, lib.empirical_ntk)
+    globals()["_ALIAS"] = jax.vjp
+    try:
+        assert hidden.forbidden_objects(default, names) == ["jax:jacrev"]
+        assert hidden.forbidden_objects(kwdefault, names) == ["jax:grad"]
+        assert hidden.forbidden_objects(closure, names) == ["jax:jacfwd"]
+        assert hidden.forbidden_objects(via_helper, names) == ["jax:vjp"]
+        assert hidden.forbidden_objects(partial, names) == ["lib:empirical_ntk"]
+        assert hidden.forbidden_objects(_ntk, names) == []
+        with pytest.raises(AssertionError, match="without this library function"):
+            hidden.verify("setup/ntk-linear-two-layer", {"f": default}, "f", seed=3,
+                          forbid=names)
+    finally:
+        del globals()["_ALIAS"]
+
+
+def test_grading_aborts_when_the_graders_own_files_change(tmp_path, monkeypatch):
+    """Cheat 1 aimed at the instructor's checkout: a submission that writes to the grader's
+    ``homework/`` or ``lib/`` stops the grading, naming the submission."""
+    root = tmp_path / "root"
+    for folder in ("homework", "lib"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "x.py").write_text("x = 1\n")
+    monkeypatch.setattr(hg, "ROOT", root)
+    before = hg.grader_digest()
+    assert hg.changed_files(before, hg.grader_digest()) == []
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("ann", "ben"):
+        (subs / f"{name}.ipynb").write_text(json.dumps(
+            {"cells": [], "metadata": {"homework": {"chapter": "setup"}}, "nbformat": 4,
+             "nbformat_minor": 5}))
+    ag = tmp_path / "ag.zip"
+    with zipfile.ZipFile(ag, "w") as z:
+        z.writestr("tests/q.py", "points = 1\nverify('setup/symmetrize', env, 'f', seed=5)\n")
+    assert hg.hidden_tests(ag) == {"q": ["setup/symmetrize|5|value"]}
+
+    def run_local(sub, chapter, *args, **kwargs):
+        if sub.student == "ben":
+            (root / "homework" / "x.py").write_text("x = 2\n")
+        return hg.Row(sub.student, str(sub.origin), chapter)
+
+    monkeypatch.setattr(hg, "run_local", run_local)
+    with pytest.raises(hg.GradeError, match=r"grader's own files changed while ben .*"
+                       r"homework/x\.py"):
+        hg.grade(subs, out=tmp_path / "out", autograder=ag, docker="no", cache=False,
+                 log=lambda *a: None)
+
+
+def test_the_judges_verdicts_replace_otters_hidden_results():
+    row = hg.Row("s", "s.ipynb", "setup", scores={"q": (3.0, 3.0), "p": (1.0, 1.0)},
+                 messages={"q": ["- hidden (3 / 3): passed"]})
+    table = {"q": ["e|1|value", "e|2|value", "e|1|own"], "p": ["parity/beyond-kernel|1|value"]}
+    hg.apply_verdicts(row, table, {"e|1|value": (True, ""), "e|2|value": (False, "fails: x")})
+    assert row.scores == {"q": (1.0, 3.0), "p": (1.0, 1.0)}  # the in-kernel one keeps otter's
+    assert row.messages["q"] == ["- hidden test 1 (1 / 1): passed",
+                                 "- hidden test 2 (0 / 1): failed: fails: x",
+                                 f"- hidden test 3 (0 / 1): failed: {hg.NO_VERDICT}"]
 
 
 def test_the_static_scan_flags_tampering_and_not_the_handout():
@@ -597,6 +790,11 @@ def test_assign_and_grade_every_case(tmp_path):
                 pass
     assert not leftovers, leftovers
     assert os.path.getsize(csv_path) > 0
+    # the seven cheats: nothing unpickled, the disk cheat's tests never reached the judge
+    assert not (tmp_path / "krr-unpickled-mark").exists()
+    assert hg.NO_VERDICT in (tmp_path / "grades" / "feedback" / "cheat_disk.md").read_text()
+    assert "without this library function" in (
+        tmp_path / "grades" / "feedback" / "cheat_jacrev_default.md").read_text()
 
 
 def test_docker_arguments_parse_with_otter_grade(tmp_path):
