@@ -208,6 +208,13 @@ def _answer_index(nb, name):
     raise KeyError(name)
 
 
+def _answer_zero(nb) -> None:
+    """Every coding answer of the setup notebook becomes ``return 0`` (a wrong answer)."""
+    for name in ("ntk_linear_two_layer", "symmetrize", "gd_least_squares"):
+        src = "".join(nb["cells"][_answer_index(nb, name)]["source"])
+        _set_answer(nb, name, src.replace("...", "return 0"))
+
+
 def _set_answer(nb, name, source):
     nb["cells"][_answer_index(nb, name)]["source"] = source
 
@@ -246,16 +253,12 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
 
     nb = copy.deepcopy(blank)
     _insert_after_setup(nb, CELLS["registry"])
-    for name in ("ntk_linear_two_layer", "symmetrize", "gd_least_squares"):
-        src = "".join(nb["cells"][_answer_index(nb, name)]["source"])
-        _set_answer(nb, name, src.replace("...", "return 0"))
+    _answer_zero(nb)
     put("cheat_registry", nb, ZERO, status="flagged", otter=ZERO)
 
     nb = copy.deepcopy(blank)
     _insert_after_setup(nb, CELLS["verifier"])
-    for name in ("ntk_linear_two_layer", "symmetrize", "gd_least_squares"):
-        src = "".join(nb["cells"][_answer_index(nb, name)]["source"])
-        _set_answer(nb, name, src.replace("...", "return 0"))
+    _answer_zero(nb)
     put("cheat_verifier", nb, ZERO, status="flagged: imports homework", otter=ZERO)
 
     nb = copy.deepcopy(blank)
