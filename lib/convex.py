@@ -40,8 +40,8 @@ _TOL = dict(tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e
 
 
 def _check_p(p):
-    # only real scalars: 1 + 0j, np.array(1) or "1" compare equal to 1 but are refused
-    if (isinstance(p, bool | np.bool_) or not isinstance(p, numbers.Real)
+    # only integers: 1 + 0j, np.array(1), "1" or 2.0 compare equal to 1 or 2 but are refused
+    if (isinstance(p, bool | np.bool_) or not isinstance(p, numbers.Integral)
             or p not in (1, 2)):
         raise ValueError(f"p must be 1 or 2 (an int), got {type(p).__name__} {p!r}")
     return int(p)
@@ -97,8 +97,11 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         (``None`` for ``p = 2`` and for ``y = 0``).
 
     Raises:
-        ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2, an
-            inconsistent system (no exact interpolant), for ``p = 2`` a near-singular ``X``
+        ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2 (``2.0`` is
+            refused too), ``return_certificate`` not a bool, an inconsistent system (no exact
+            interpolant; for ``p = 2`` and an ``X`` singular to rounding, e.g. a duplicated
+            row with a different target, the message says that the system is inconsistent or
+            ``X`` too ill-conditioned to tell), for ``p = 2`` a near-singular ``X``
             whose least-squares residual is above rounding level (the interpolant is then
             ill-determined; the message gives the residual and singular values; a full-row-rank
             ``X`` is first retried with the backward-stable QR minimum-norm solution, so a
@@ -128,6 +131,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     X = _validate.as_array("X", X, ndim=2)
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     p = _check_p(p)
+    return_certificate = _validate.boolean("return_certificate", return_certificate)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
     # Solve the scaled problem (X / cx) b' = y / cy, b = b' cy / cx: tolerances are then relative.
@@ -144,7 +148,11 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         kept = sv[sv > np.finfo(float).eps * max(Xn.shape) * sv[0]]
         cond = float(kept[0] / kept[-1]) if kept.size else np.inf
         eps = np.finfo(float).eps
-        if resid > 1e-8 and Xn.shape[0] <= Xn.shape[1] and sv[-1] > 0:
+        # full row rank beyond rounding (the threshold of lstsq): a smallest singular value at
+        # rounding level (e.g. a duplicated row) is a rank-deficient X, whose system with a
+        # residual above 1e-8 is inconsistent (said below), not merely ill-conditioned
+        full_rank = kept.size == sv.size and sv[-1] > 0
+        if resid > 1e-8 and Xn.shape[0] <= Xn.shape[1] and full_rank:
             # X of full row rank: X beta = y is consistent. SVD-based lstsq (on X divided by a
             # non-power-of-two scale) loses digits in 1 / s_min on an ill-conditioned X: use the
             # backward-stable minimum-norm solution beta = Q R^-T y (QR of X^T) on the original
@@ -155,10 +163,23 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             direct = _min_norm_full_row_rank(np.asarray(X), np.asarray(y))
             if direct is not None:
                 return (direct, None) if return_certificate else direct
+        if resid > 1e-8 and not full_rank:
+            # singular to rounding: float64 cannot tell an inconsistent system (a duplicated row
+            # with another target) from an exactly invertible but too ill-conditioned one
+            # (rows (1, 1) and (1, 1 + 1e-15)); the first is the usual cause, named first
+            thr = np.finfo(float).eps * max(Xn.shape) * float(sv[0])
+            raise ValueError(f"X beta = y is inconsistent, or X is too ill-conditioned to tell: "
+                             f"X has rank {kept.size} < {sv.size} to rounding (singular values "
+                             f"of X scaled to max |X| = 1: {float(sv[-1]):.3e} to "
+                             f"{float(sv[0]):.3e}; below {thr:.1e} counts as 0) and y has a "
+                             f"component outside its numerical range (relative least-squares "
+                             f"residual {resid:.3e}), so no float64 interpolant exists; e.g. a "
+                             f"duplicated row of X with different targets is inconsistent")
         if resid > 1e-8:
-            raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
-                             f"{resid:.3e}; singular values of X scaled to max |X| = 1: "
-                             f"{float(sv[-1]):.3e} to {float(sv[0]):.3e})")
+            raise ValueError(f"X beta = y is inconsistent: no interpolant exists (relative "
+                             f"least-squares residual {resid:.3e}; singular values of X "
+                             f"scaled to max |X| = 1: {float(sv[-1]):.3e} to "
+                             f"{float(sv[0]):.3e})")
         # optimality: lstsq returns the minimum-norm solution of X with its singular values
         # below eps max(N, d) sigma_max dropped. That is the minimum-norm interpolant of X
         # only if y has no component along the dropped directions beyond rounding, i.e. if the
