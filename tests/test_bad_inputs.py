@@ -1386,6 +1386,15 @@ def test_min_norm_interpolant_p2_names_an_inconsistent_duplicated_row():
     for p in (1, 2):
         with pytest.raises(ValueError, match="^X beta = y is inconsistent"):
             convex.min_norm_interpolant(X, np.array([1.0, 1.5]), p=p)
+    # row 2 = 2 row 1 with the target 2.5 != 2 * 1: rank X = 2 < rank [X | y] = 3 (by hand)
+    X = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="^X beta = y is inconsistent.*rank 2 and .* rank 3"):
+        convex.min_norm_interpolant(X, np.array([1.0, 2.5, 3.0]), p=2)
+    # the same X with the consistent target 2 = 2 * 1 is solved: beta = X^+ y, checked by
+    # X beta = y and beta orthogonal to the null space (1, -2, 1) of X
+    beta = np.asarray(convex.min_norm_interpolant(X, np.array([1.0, 2.0, 3.0]), p=2))
+    np.testing.assert_allclose(X @ beta, [1.0, 2.0, 3.0], rtol=1e-12, atol=0)
+    assert abs(beta @ np.array([1.0, -2.0, 1.0])) <= 1e-12
 
 
 def _decimal_atan_small(z, terms=12):
