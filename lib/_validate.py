@@ -394,14 +394,29 @@ def max_abs(x):
 
 
 def norm(x):
-    """Euclidean (Frobenius) norm of a concrete array computed in scaled form, ``s ||x / s||``
-    with ``s`` the largest absolute entry, so it neither overflows (entries above 1e154) nor
-    underflows (entries below 1e-154) while the norm itself is within float64's range."""
-    s = max_abs(x)
-    if s == 0.0:
-        return 0.0
-    r = np.asarray(x, dtype=np.float64) / s
-    return float(s * np.sqrt(np.sum(r * r)))
+    """Euclidean (Frobenius) norm of a concrete array computed in scaled form, ``2^e ||x / 2^e||``
+    with ``2^e`` the power of two of the largest absolute entry (:func:`norm_pow2`), so it
+    neither overflows (entries above 1e154) nor underflows (entries below 1e-154) while the norm
+    itself is within float64's range. A norm in the subnormal range is rounded once, to that
+    grid; use :func:`norm_pow2` when the norm is an intermediate result (e.g. of a ratio)."""
+    mant, exp = norm_pow2(x)
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.ldexp(mant, exp))
+
+
+def norm_pow2(x):
+    """Euclidean norm of a concrete array as ``(mant, exp)`` with ``||x|| = mant * 2**exp``,
+    ``mant`` a float in ``[0.5, sqrt(size))`` (0.0 and 0 for a zero array): ``x`` is divided by
+    the power of two of its largest entry (exact), so no rounding to the subnormal grid and no
+    overflow happens, whatever the scale of ``x``."""
+    a = np.asarray(x, dtype=np.float64)
+    m = max_abs(a)
+    if m == 0.0:
+        return 0.0, 0
+    e = int(np.frexp(m)[1])
+    with np.errstate(under="ignore"):
+        r = np.ldexp(a, -e)  # exact (a power of two), except entries 2^-1074 below the largest
+        return float(np.sqrt(np.sum(r * r))), e
 
 
 def unit(x):
@@ -445,10 +460,12 @@ def scalar_model(name, f, params, point_shape, *, params_name="params", x_name="
 def relative_difference(new_name, new, ref_name, ref):
     """``||new - ref|| / ||ref||`` (Frobenius). The difference is taken first, on the raw
     entries (so nearly equal inputs keep their accuracy: dividing by ``max |ref|`` before
-    subtracting would round both operands first), and its norm in scaled form (:func:`norm`);
-    only when ``new - ref`` overflows is the scaled form ``||new/s - ref/s|| / ||ref/s||`` with
-    ``s = max |ref|`` used. Raises ``ValueError`` naming the arguments when ``ref`` is zero or
-    ``new / s`` overflows."""
+    subtracting would round both operands first); only when ``new - ref`` overflows is it
+    taken on both inputs divided by the power of two of their largest entry (exact). Both
+    norms are kept as mantissa and power of two (:func:`norm_pow2`) and the ratio is formed
+    from them, so it is accurate to rounding also when the difference (or ``ref``) is in the
+    subnormal range. Raises ``ValueError`` naming the arguments when ``ref`` is zero or the
+    ratio overflows float64."""
     s = max_abs(ref)
     if s == 0:
         raise ValueError(f"{ref_name} must not be all zero")
@@ -456,14 +473,20 @@ def relative_difference(new_name, new, ref_name, ref):
     ref_a = np.asarray(ref, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         diff = new_a - ref_a
-    if np.all(np.isfinite(diff)):
-        return norm(diff) / norm(ref_a)
-    with np.errstate(over="ignore"):
-        diff = new_a / s - ref_a / s
+    shift = 0
     if not np.all(np.isfinite(diff)):
-        raise ValueError(f"{new_name} is too large relative to {ref_name} (the ratio overflows "
-                         f"float64; max |{ref_name}| = {s:.3e})")
-    return norm(diff) / norm(ref_a / s)
+        shift = int(np.frexp(max(s, max_abs(new_a)))[1])
+        with np.errstate(under="ignore"):
+            diff = np.ldexp(new_a, -shift) - np.ldexp(ref_a, -shift)
+    md, ed = norm_pow2(diff)
+    mr, er = norm_pow2(ref_a)
+    with np.errstate(over="ignore", under="ignore"):
+        ratio = float(np.ldexp(md / mr, ed + shift - er))
+    if not np.isfinite(ratio):
+        raise ValueError(f"{new_name} is too large relative to {ref_name} (the ratio "
+                         f"||{new_name} - {ref_name}|| / ||{ref_name}|| ~ 2^{ed + shift - er} "
+                         f"overflows float64; max |{ref_name}| = {s:.3e})")
+    return ratio
 
 
 def row_norms_pow2(B):

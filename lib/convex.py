@@ -40,8 +40,8 @@ _TOL = dict(tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e
 
 
 def _check_p(p):
-    # only real scalars: 1 + 0j, np.array(1) or "1" compare equal to 1 but are refused
-    if (isinstance(p, bool | np.bool_) or not isinstance(p, numbers.Real)
+    # only integers: 1 + 0j, np.array(1), "1" or 2.0 compare equal to 1 or 2 but are refused
+    if (isinstance(p, bool | np.bool_) or not isinstance(p, numbers.Integral)
             or p not in (1, 2)):
         raise ValueError(f"p must be 1 or 2 (an int), got {type(p).__name__} {p!r}")
     return int(p)
@@ -97,8 +97,13 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         (``None`` for ``p = 2`` and for ``y = 0``).
 
     Raises:
-        ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2, an
-            inconsistent system (no exact interpolant), for ``p = 2`` a near-singular ``X``
+        ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2 (``2.0`` is
+            refused too), ``return_certificate`` not a bool, an inconsistent system (no exact
+            interpolant; for ``p = 2`` and an ``X`` singular to rounding, e.g. a duplicated
+            row with a different target, a system of at most 1000 entries and 30 rows is told
+            apart in exact rational arithmetic: inconsistent, or consistent with an ``X`` too
+            ill-conditioned; a larger one is called inconsistent or too ill-conditioned to
+            tell), for ``p = 2`` a near-singular ``X``
             whose least-squares residual is above rounding level (the interpolant is then
             ill-determined; the message gives the residual and singular values; a full-row-rank
             ``X`` is first retried with the backward-stable QR minimum-norm solution, so a
@@ -128,6 +133,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     X = _validate.as_array("X", X, ndim=2)
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     p = _check_p(p)
+    return_certificate = _validate.boolean("return_certificate", return_certificate)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
     # Solve the scaled problem (X / cx) b' = y / cy, b = b' cy / cx: tolerances are then relative.
@@ -144,7 +150,11 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         kept = sv[sv > np.finfo(float).eps * max(Xn.shape) * sv[0]]
         cond = float(kept[0] / kept[-1]) if kept.size else np.inf
         eps = np.finfo(float).eps
-        if resid > 1e-8 and Xn.shape[0] <= Xn.shape[1] and sv[-1] > 0:
+        # full row rank beyond rounding (the threshold of lstsq): a smallest singular value at
+        # rounding level (e.g. a duplicated row) is a rank-deficient X, whose system with a
+        # residual above 1e-8 is inconsistent (said below), not merely ill-conditioned
+        full_rank = kept.size == sv.size and sv[-1] > 0
+        if resid > 1e-8 and Xn.shape[0] <= Xn.shape[1] and full_rank:
             # X of full row rank: X beta = y is consistent. SVD-based lstsq (on X divided by a
             # non-power-of-two scale) loses digits in 1 / s_min on an ill-conditioned X: use the
             # backward-stable minimum-norm solution beta = Q R^-T y (QR of X^T) on the original
@@ -155,10 +165,32 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             direct = _min_norm_full_row_rank(np.asarray(X), np.asarray(y))
             if direct is not None:
                 return (direct, None) if return_certificate else direct
+        if resid > 1e-8 and not full_rank:
+            # singular to rounding: float64 cannot tell an inconsistent system (a duplicated row
+            # with another target) from an exactly full-rank but too ill-conditioned one (rows
+            # (1, 1) and (1, 1 + 1e-15)); a small system is told apart exactly, in rationals
+            ranks = _exact_ranks(np.asarray(X), np.asarray(y))
+            thr = np.finfo(float).eps * max(Xn.shape) * float(sv[0])
+            svs = (f"singular values of X scaled to max |X| = 1: {float(sv[-1]):.3e} to "
+                   f"{float(sv[0]):.3e}; below {thr:.1e} counts as 0")
+            if ranks is not None and ranks[0] == ranks[1]:  # consistent, exactly
+                raise ValueError(_ill_conditioned(sv, float(sv[0] / sv[-1]) if sv[-1] > 0
+                                                  else np.inf))
+            if ranks is not None:
+                raise ValueError(f"X beta = y is inconsistent: no interpolant exists (in exact "
+                                 f"arithmetic X has rank {ranks[0]} and [X | y] rank "
+                                 f"{ranks[1]}: y is not in the range of X; relative "
+                                 f"least-squares residual {resid:.3e}; {svs})")
+            raise ValueError(f"X beta = y is inconsistent, or X is too ill-conditioned to tell: "
+                             f"X has rank {kept.size} < {sv.size} to rounding ({svs}) and y has "
+                             f"a component outside its numerical range (relative least-squares "
+                             f"residual {resid:.3e}), so no float64 interpolant exists; e.g. a "
+                             f"duplicated row of X with different targets is inconsistent")
         if resid > 1e-8:
-            raise ValueError(f"X beta = y is inconsistent (relative least-squares residual "
-                             f"{resid:.3e}; singular values of X scaled to max |X| = 1: "
-                             f"{float(sv[-1]):.3e} to {float(sv[0]):.3e})")
+            raise ValueError(f"X beta = y is inconsistent: no interpolant exists (relative "
+                             f"least-squares residual {resid:.3e}; singular values of X "
+                             f"scaled to max |X| = 1: {float(sv[-1]):.3e} to "
+                             f"{float(sv[0]):.3e})")
         # optimality: lstsq returns the minimum-norm solution of X with its singular values
         # below eps max(N, d) sigma_max dropped. That is the minimum-norm interpolant of X
         # only if y has no component along the dropped directions beyond rounding, i.e. if the
@@ -202,6 +234,40 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             raise err from None
         beta = jnp.asarray(beta)
     return (beta, cert) if return_certificate else beta
+
+
+_EXACT_MAX = 1000
+"""Largest number of entries of X for which :func:`_exact_ranks` runs (only to word an error)."""
+
+
+def _exact_ranks(X, y):
+    """``(rank X, rank [X | y])`` in exact rational arithmetic on the float entries (Gaussian
+    elimination on Fractions), or None when X has more than :data:`_EXACT_MAX` entries or more
+    than 30 rows. The system X beta = y is consistent exactly when the two ranks are equal."""
+    from fractions import Fraction
+
+    if X.size > _EXACT_MAX or X.shape[0] > 30:
+        return None
+    M = [[Fraction(float(v)) for v in row] + [Fraction(float(t))] for row, t in zip(X, y,
+                                                                                     strict=True)]
+    rank, rank_x = 0, None
+    for col in range(X.shape[1] + 1):
+        if col == X.shape[1]:
+            rank_x = rank
+        piv = next((i for i in range(rank, len(M)) if M[i][col] != 0), None)
+        if piv is None:
+            continue
+        M[rank], M[piv] = M[piv], M[rank]
+        for i in range(rank + 1, len(M)):
+            if M[i][col] != 0:
+                f = M[i][col] / M[rank][col]
+                M[i] = [a - f * b for a, b in zip(M[i], M[rank], strict=True)]
+        rank += 1
+        if rank == len(M):
+            break
+    if rank_x is None:  # every row had a pivot among the columns of X
+        rank_x = rank
+    return rank_x, rank
 
 
 def _ill_conditioned(sv, cond):

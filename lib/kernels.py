@@ -50,7 +50,10 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
         ridge: :math:`\lambda \ge 0`.
         rcond: relative cut-off for small eigenvalues when ``ridge = 0``, in ``(0, 1)``.
         tol: with ``ridge = 0``, the largest relative interpolation residual
-            :math:`\|K c - y\| / \|y\|` accepted.
+            :math:`\|K c - y\| / \|y\|` accepted; with ``ridge > 0``, the largest relative
+            error bound :math:`\varepsilon\,\mathrm{cond}(K + \lambda I)` accepted
+            (:math:`\varepsilon \approx 2.2 \cdot 10^{-16}`, the condition number from the
+            eigenvalues of ``K``).
 
     Returns:
         ``(n,)`` float64 coefficients; predict at new points with ``K_test @ c`` where
@@ -62,7 +65,13 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
             wrong shape; ``ridge`` not a finite number >= 0, or so large (small) relative to
             ``K`` that ``ridge / max |K|`` overflows (underflows); ``rcond`` not in
             ``(0, 1)``; ``tol`` not a finite number > 0; a zero ``K``; with ``ridge = 0``,
-            ``y`` not interpolable (the message gives the residual); coefficients outside
+            ``y`` not interpolable (the message gives the residual); with ``ridge > 0``, a
+            ``ridge`` too small for an accurate float64 solution, i.e. with
+            :math:`\varepsilon\,(\lambda_{\max} + \lambda) / (\max(\lambda_{\min}, 0) +
+            \lambda) >` ``tol`` (a ``K`` singular to rounding, such as a Gram matrix
+            :math:`\Phi\Phi^\top` with more points than features, and a ridge below about
+            ``eps * max eigenvalue / tol``; the message names the smallest accepted
+            ``ridge``); coefficients outside
             float64's range. Entries of any magnitude, subnormal ones included, are handled by
             scaling ``K`` and ``y`` to a largest entry of 1 first (in numpy).
 
@@ -98,7 +107,7 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
     # JAX would lose entries below ~2.2e-308 and all of K / kscale for kscale above ~4.5e307
     c = _kernel_regression_scaled(jnp.asarray(_validate.np_div(K, kscale)),
                                   jnp.asarray(_validate.np_div(y, yscale if yscale > 0 else 1.0)),
-                                  rel_ridge, rcond, tol)
+                                  rel_ridge, rcond, tol, kscale)
     with np.errstate(over="ignore", under="ignore"):
         factor = (yscale if yscale > 0 else 1.0) / kscale
         out = np.asarray(c) * factor if np.isfinite(factor) else \
@@ -109,8 +118,9 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
     return jnp.asarray(out)
 
 
-def _kernel_regression_scaled(K, y, ridge, rcond, tol):
-    """kernel_regression on K with max |K| = 1 (checked by the caller)."""
+def _kernel_regression_scaled(K, y, ridge, rcond, tol, kscale=1.0):
+    """kernel_regression on K with max |K| = 1 (checked by the caller); ``kscale`` (the
+    original max |K|) only for the messages."""
     scale = float(jnp.max(jnp.abs(K)))
     if float(jnp.max(jnp.abs(K - K.T))) > 1e-10 * max(scale, 1e-300):
         raise ValueError("K must be symmetric")
@@ -120,6 +130,22 @@ def _kernel_regression_scaled(K, y, ridge, rcond, tol):
         raise ValueError(f"K must be positive semidefinite; smallest eigenvalue "
                          f"{float(evals[0]):.3e}")
     if ridge > 0:
+        # the computed eigenvalues are exact to about eps * max eigenvalue (backward stable), so
+        # the coefficients have a relative error up to about eps * cond(K + ridge I): with K
+        # singular to rounding and a ridge near eps * max, 1 / (evals + ridge) is set by the
+        # rounding noise of the null-space eigenvalues (67 % off at ridge 1e-16). Refused
+        # beyond tol, as the ridge = 0 branch refuses a residual beyond tol
+        eps = float(np.finfo(np.float64).eps)
+        floor, top_r = max(float(evals[0]), 0.0), max(top, 0.0) + ridge
+        cond = top_r / (floor + ridge)
+        if eps * cond > tol:
+            need = eps * max(top, 0.0) / tol * kscale
+            raise ValueError(
+                f"ridge = {ridge * kscale:.3e} is too small for this K: K is singular to "
+                f"rounding (eigenvalues {float(evals[0]) * kscale:.3e} to {top * kscale:.3e}), "
+                f"so K + ridge I has condition number {cond:.3e} and its float64 solution may "
+                f"be off by eps * cond ~ {eps * cond:.1e} (relative) > tol = {tol:.1e}; pass "
+                f"ridge >= {need:.1e} (or a larger tol), or ridge=0 for the interpolant")
         return evecs @ ((evecs.T @ y) / (jnp.clip(evals, 0.0, None) + ridge))
     keep = evals > rcond * max(top, 0.0)
     inv = jnp.where(keep, 1.0 / jnp.where(keep, evals, 1.0), 0.0)
@@ -150,7 +176,8 @@ def rkhs_norm(K, c):
             asymmetry above 1e-10, as in :func:`kernel_regression`), ``c`` not a finite real
             vector of matching length, ``K`` not positive semidefinite (smallest eigenvalue
             below ``-1e-10`` times the largest, as in :func:`kernel_regression`, even when
-            :math:`c^\top K c \ge 0` for this ``c``), or a norm beyond float64's range.
+            :math:`c^\top K c \ge 0` for this ``c``, also for ``c = 0``), or a norm beyond
+            float64's range.
             Computed in scaled form, so entries near 1e+-300 give the correct finite value.
 
     Example:
@@ -162,9 +189,9 @@ def rkhs_norm(K, c):
     c = _validate.as_array("c", c, shape=(K.shape[0],))
     # scaled form: sqrt(c^T K c) = sqrt(sk) sc sqrt(c'^T K' c'), with K' = K / sk, c' = c / sc
     sk, sc = _validate.max_abs(K), _validate.max_abs(c)
-    if sk == 0.0 or sc == 0.0:
+    if sk == 0.0:  # the zero matrix: symmetric and positive semidefinite, every norm is 0
         return 0.0
-    Kn, cn = np.asarray(K) / sk, np.asarray(c) / sc
+    Kn = np.asarray(K) / sk
     if float(np.max(np.abs(Kn - Kn.T))) > 1e-10:  # the test of kernel_regression
         raise ValueError("K must be symmetric (relative asymmetry above 1e-10)")
     # the test of kernel_regression: an indefinite K is refused even when c^T K c >= 0 for
@@ -173,6 +200,9 @@ def rkhs_norm(K, c):
     if evals[0] < -1e-10 * max(abs(float(evals[-1])), 1e-300):
         raise ValueError(f"K must be positive semidefinite; smallest eigenvalue "
                          f"{float(evals[0]) * sk:.3e}")
+    if sc == 0.0:  # c = 0, after the checks of K (a bad K is refused for every c)
+        return 0.0
+    cn = np.asarray(c) / sc
     q = float(cn @ Kn @ cn)
     if q < -1e-10 * float(cn @ cn):
         raise ValueError(f"c^T K c = {q * sk * sc ** 2:.3e} < 0: K is not positive semidefinite")
@@ -215,8 +245,10 @@ def relative_kernel_change(K0, K1) -> float:
 
     Raises:
         ValueError: ``K0`` or ``K1`` not a finite real 2-D array, shapes differ, ``K0`` is
-            exactly zero, or ``K1`` so much larger than ``K0`` that the ratio overflows.
-            Computed in scaled form: entries of any magnitude (1e-300 to 1e300) are fine.
+            exactly zero, or ``K1`` so much larger than ``K0`` that the ratio overflows
+            float64 (e.g. ``K0 = 1e-300 I``, ``K1 = 1e300 I``). Computed in scaled form (both
+            norms as mantissa and power of two): entries of any magnitude (1e-300 to 1e300)
+            are fine, and a difference in the subnormal range keeps its digits.
 
     Example:
         >>> import jax.numpy as jnp

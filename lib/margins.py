@@ -221,7 +221,9 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
             ``(m, d)`` with m, d >= 1; ``X`` not a finite real ``(n, d)`` array with n >= 1;
             ``y`` not in {-1, +1}^n;
             ``output_scale`` not a finite real number > 0; a network with path norm 0.
-            Computed on rescaled parameters and inputs, so entries near 1e+-300 are fine.
+            Computed on rescaled parameters and on each row of ``X`` scaled separately, so
+            entries near 1e+-300 are fine, also in rows of very different scales (a row at
+            1e300 next to one at 1e-300).
 
     Example:
         >>> p = {"a": jnp.array([1.0]), "B": jnp.array([[1.0, 0.0]])}
@@ -246,12 +248,18 @@ def f1_normalized_margin(params, X, y, output_scale: float = 1.0):
     c = np.ldexp(mc, np.where(nz, ec - int(np.max(ec[nz])), 0))
     U = np.ldexp(np.asarray(B), -eb[:, None])
     theta = U / np.where(nb > 0, nb, 1.0)[:, None]
-    sx = _validate.max_abs(X)
-    Xn = np.asarray(X) / sx if sx > 0 else np.asarray(X)
+    # each row x_i is divided by the power of two 2^e_i of its largest entry (exact; the
+    # margin is linear in x_i), and its margin is formed as ldexp(y_i h(x_i / 2^e_i) / ||c||_1,
+    # e_i): rows of any scales, 1e300 next to 1e-300, keep their digits (one scale for all of
+    # X flushed the small rows to 0)
+    Xa = np.asarray(X)
+    ex = np.frexp(np.max(np.abs(Xa), axis=1))[1]  # 0 for a zero row
+    Xn = np.ldexp(Xa, -ex[:, None])
     with np.errstate(under="ignore", over="ignore"):
         h = np.maximum(Xn @ theta.T, 0.0) @ c
-        out = float(np.min(np.asarray(y) * h) / np.sum(np.abs(c))) * (sx if sx > 0 else 1.0)
+        out = float(np.min(np.ldexp(np.asarray(y) * h / np.sum(np.abs(c)), ex)))
     if not np.isfinite(out):
+        sx = _validate.max_abs(X)
         raise ValueError(f"the normalized margin overflows float64 (max |X| = {sx:.3e})")
     return jnp.asarray(out)
 

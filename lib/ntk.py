@@ -229,15 +229,19 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
             not a finite number >= 0 (Python ints of any size are converted; ``kappa**2``
             beyond float64's range is handled in scaled form), or a kernel entry beyond
             float64's range. Angles of (anti)parallel pairs (cosine within 1e-4 of +-1) are
-            computed as ``2 atan2(|u - v|, |u + v|)`` of the unit vectors, accurate to rounding
-            where ``arccos`` of a cosine near 1 loses half the digits; for antiparallel pairs
-            :math:`\pi - \varphi` is the angle to :math:`-x'` and
-            :math:`\sin\varphi + (\pi-\varphi)\cos\varphi` its Taylor series (no
-            cancellation, which cost a factor 1e5 at :math:`\pi - \varphi = 10^{-7}`). The kernel is
-            computed on each input row scaled to a largest entry near 1 (it is positively
-            homogeneous of degree 1 in each input), so entries of any magnitude, also rows
-            of very different scales (1 and 1e-160), give the correct value within float64's
-            range.
+            computed as :math:`\operatorname{atan2}(\|w\|, t\|x'\|)` with
+            :math:`x = t x' + w`, :math:`w \perp x'` (``w`` formed with exact products and
+            reorthogonalized), accurate to rounding relative to the angle itself, where
+            ``arccos`` of a cosine near 1 loses half the digits and the unit-vector form
+            ``2 atan2(|u - v|, |u + v|)`` loses eps / angle (6e-7 at an angle 2.6e-11); for
+            antiparallel pairs :math:`\pi - \varphi` is the angle to :math:`-x'`, so the
+            kernel, of order :math:`\pi - \varphi`, is accurate to rounding relative to
+            itself, and :math:`\sin\varphi + (\pi-\varphi)\cos\varphi` is its Taylor
+            series (no cancellation, which cost a factor 1e5 at
+            :math:`\pi - \varphi = 10^{-7}`). The kernel is computed on each input row
+            scaled to a largest entry near 1 (it is positively homogeneous of degree 1 in
+            each input), so entries of any magnitude, also rows of very different scales
+            (1 and 1e-160), give the correct value within float64's range.
 
     Example:
         >>> import jax.numpy as jnp
@@ -289,12 +293,38 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
 
 
 def _angles(u1, u2, i, j):
-    """Angles between rows u1[i] and u2[j] (1-D index arrays) as 2 atan2(|a - b|, |a + b|)
-    with a, b the unit vectors: accurate to rounding also for (anti)parallel pairs, where
-    arccos of a cosine rounded near +-1 loses half the digits."""
-    a = u1[i] / np.linalg.norm(u1[i], axis=1, keepdims=True)
-    b = u2[j] / np.linalg.norm(u2[j], axis=1, keepdims=True)
-    return 2.0 * np.arctan2(np.linalg.norm(a - b, axis=1), np.linalg.norm(a + b, axis=1))
+    """Angles between rows u1[i] and u2[j] (1-D index arrays), accurate to rounding relative
+    to the angle itself, also for (anti)parallel pairs (where arccos of a cosine rounded near
+    +-1 loses half the digits, and 2 atan2(|a - b|, |a + b|) of the rounded unit vectors a, b
+    has an absolute error eps: a relative error eps / angle, 6e-7 at an angle 2.6e-11 to -x').
+
+    With t = <u, v> / <v, v>, u = t v + w with w orthogonal to v, and the angle is
+    atan2(||w||, t ||v||). w = u - t v is formed with the exact product t v_k (Dekker's
+    TwoProduct: t v_k = p_k + q_k exactly) and reorthogonalized once against v, so its
+    entries are accurate to rounding relative to ||w|| whatever its size; the error of t
+    itself only moves w along v, which the second pass removes."""
+    u, v = u1[i], u2[j]
+    t = np.sum(u * v, axis=1) / np.sum(v * v, axis=1)
+    w = _minus_scaled(u, t, v)
+    s = np.sum(w * v, axis=1) / np.sum(v * v, axis=1)
+    w = _minus_scaled(w, s, v)
+    return np.arctan2(np.linalg.norm(w, axis=1), (t + s) * np.linalg.norm(v, axis=1))
+
+
+_SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitting constant for float64
+
+
+def _minus_scaled(u, t, v):
+    """``u - t[:, None] * v`` with the product exact: ``t v = p + q`` (Dekker's TwoProduct, for
+    entries of moderate size), then ``(u - p) - q``, so the result is accurate to rounding
+    relative to itself even when ``u`` and ``t v`` nearly cancel."""
+    a, b = np.broadcast_arrays(t[:, None], v)
+    p = a * b
+    ca, cb = _SPLIT * a, _SPLIT * b
+    ah, bh = ca - (ca - a), cb - (cb - b)
+    al, bl = a - ah, b - bh
+    q = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return (u - p) - q
 
 
 def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 16):

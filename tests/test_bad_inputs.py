@@ -1252,3 +1252,178 @@ def test_exponential_loss_path_with_tiny_inputs_runs():
     assert log_loss <= -1.0 + 1e-12
     assert float(np.asarray(r.margin)[0]) == pytest.approx(float(np.min((y[:, None] * X) @ w)),
                                                            rel=1e-12, abs=0)
+
+
+# ------------------------------------------------ round 6: findings of breaker21 (F1-F8)
+
+def _exact_solve(A, b):
+    """Gauss-Jordan elimination in exact rationals (A, b lists of Fractions)."""
+    n = len(b)
+    M = [list(A[i]) + [b[i]] for i in range(n)]
+    for col in range(n):
+        piv = next(r for r in range(col, n) if M[r][col] != 0)
+        M[col], M[piv] = M[piv], M[col]
+        for r in range(n):
+            if r != col and M[r][col] != 0:
+                f = M[r][col] / M[col][col]
+                M[r] = [a - f * b for a, b in zip(M[r], M[col], strict=True)]
+    return [M[i][n] / M[i][i] for i in range(n)]
+
+
+def test_kernel_regression_tiny_ridge_on_a_singular_k_is_refused_naming_ridge():
+    # F1: K = Phi Phi^T (5 points, 2 features) is singular; its null-space eigenvalues are
+    # rounding noise (+-3e-16), so with a ridge near eps the coefficients were silently wrong:
+    # c[0] = -7.57e13 for the exact -8.03e13 at ridge 1e-14 (67 % off at 1e-16, 1e100 at
+    # 1e-100). Reference: (K + ridge I) c = y solved in exact rationals on the float entries
+    from fractions import Fraction as F
+    rng = np.random.default_rng(0)
+    Phi = rng.standard_normal((5, 2))
+    K = Phi @ Phi.T
+    K = 0.5 * (K + K.T)
+    y = rng.standard_normal(5)
+    for ridge in (1e-8, 1e-12, 1e-14, 1e-16, 1e-100):
+        with pytest.raises(ValueError, match="^ridge = .* too small for this K"):
+            kernels.kernel_regression(K, y, ridge=ridge)
+    # a ridge well above eps * max eigenvalue / tol is accepted, and accurate
+    for ridge in (1e-2, 1e-5):
+        A = [[F(float(K[i, j])) + (F(ridge) if i == j else 0) for j in range(5)]
+             for i in range(5)]
+        want = np.array([float(v) for v in _exact_solve(A, [F(float(v)) for v in y])])
+        got = np.asarray(kernels.kernel_regression(K, y, ridge=ridge))
+        assert np.max(np.abs(got - want)) <= 1e-9 * np.max(np.abs(want))
+
+
+def test_f1_normalized_margin_of_rows_at_1e300_and_1e_minus_300():
+    # F2: was 0.0 (X divided by max |X| = 1e300 flushed the row at 1e-300 to 0). By hand:
+    # h(x1) = 1e300 / 2, h(x2) = 1e-300 / 2 (two units, path norm 1 after the 1/m), so the
+    # smallest normalized margin is 1e-300 / 2 (exact halving)
+    p = {"a": np.array([1.0, 1.0]), "B": np.eye(2)}
+    y = np.array([1.0, 1.0])
+    got = float(margins.f1_normalized_margin(p, np.array([[1e300, 0.0], [0.0, 1e-300]]), y))
+    assert got == 1e-300 / 2
+    got = float(margins.f1_normalized_margin(p, np.array([[1e300, 0.0], [0.0, 3e-320]]), y))
+    assert got == 1.5e-320
+
+
+def test_relative_kernel_change_whose_ratio_overflows_is_refused():
+    # F3: returned inf; the true ratios 1e600 and 1e400 are beyond float64 (the documented
+    # ValueError)
+    for K0, K1 in ((np.eye(2) * 1e-300, np.eye(2) * 1e300),
+                   (np.array([[1e-200]]), np.array([[1e200]]))):
+        with pytest.raises(ValueError, match="^K1 is too large relative to K0"):
+            kernels.relative_kernel_change(K0, K1)
+
+
+def test_relative_kernel_change_with_a_subnormal_difference_keeps_its_digits():
+    # F4: was 2.698492168e-12 for the exact 2.698492102e-12 (2.4e-8 relative): the norm of a
+    # subnormal difference was rounded to the subnormal grid before the division. Reference:
+    # sqrt of the exact rational ratio of the sums of squares of the float entries
+    from fractions import Fraction as F
+
+    def exact(K0, K1):
+        d = sum((F(float(a)) - F(float(b))) ** 2 for a, b in zip(K1.ravel(), K0.ravel(),
+                                                                 strict=True))
+        return float(_frac_decimal(d / sum(F(float(a)) ** 2 for a in K0.ravel())).sqrt())
+
+    K0 = np.array([[1.0, 0.3], [0.3, 2.0]]) * 1e-305
+    K1 = K0 * (1 + np.array([[1e-12, -2e-12], [-2e-12, 3e-12]]))
+    assert kernels.relative_kernel_change(K0, K1) == pytest.approx(exact(K0, K1), rel=1e-14,
+                                                                   abs=0)
+    K0 = np.array([[1.0, 0.25, 3.0], [0.25, 2.0, 0.5], [3.0, 0.5, 4.0]]) * 1e-310
+    K1 = K0 + np.array([[1.0, 0.0, -2.0], [0.0, 3.0, 1.0], [-2.0, 1.0, 0.0]]) * 5e-324
+    assert kernels.relative_kernel_change(K0, K1) == pytest.approx(exact(K0, K1), rel=1e-14,
+                                                                   abs=0)
+
+
+@pytest.mark.parametrize("n, subset, alpha", [(10**6, [0, 1], 0.9), (10**7, [0, 1, 2], 1.0),
+                                              (10**5, [3], 1.0), (12, [0, 1], 0.5)])
+def test_bsp_best_linear_edge_and_loss_without_cancellation(n, subset, alpha):
+    # F5: was 0.17510075246 for 0.17510075313 (3.8e-9 relative) at n = 1e6, alpha = 0.9: the
+    # Sherman-Morrison difference (S2 - b S1^2 / (a + n b)) / a lost n alpha eps. Reference:
+    # that same formula in exact rationals (alpha as its float value), S2 = ||c||^2 and
+    # S1 = 1^T c summed exactly over the k entries 'on' and the n - k entries 'off'
+    from fractions import Fraction as F
+    al, k = F(alpha), len(subset)
+    on = al * F(2) ** (1 - k) + (1 - al) * (k == 1)
+    off = al * F(2) ** (-k - 1)
+    s2, s1 = k * on * on + (n - k) * off * off, k * on + (n - k) * off
+    a, b = 1 - al / 4, al / 4
+    edge = (s2 - b * s1 * s1 / (a + n * b)) / a / 2
+    assert parity.bsp_best_linear_edge(n, subset, alpha) == pytest.approx(float(edge),
+                                                                          rel=4e-16, abs=0)
+    assert parity.bsp_best_linear_loss(n, subset, alpha) == pytest.approx(float(F(1, 2) - edge),
+                                                                          rel=4e-16, abs=0)
+
+
+def test_rkhs_norm_checks_k_also_for_c_zero():
+    # F6: returned 0.0 for c = 0 before checking K (the documented refusal of a non-symmetric
+    # or indefinite K is "for every c"); a zero K is still fine
+    with pytest.raises(ValueError, match="^K must be symmetric"):
+        kernels.rkhs_norm(np.array([[1.0, 5.0], [0.0, 1.0]]), np.zeros(2))
+    with pytest.raises(ValueError, match="^K must be positive semidefinite"):
+        kernels.rkhs_norm(np.array([[1.0, 2.0], [2.0, 1.0]]), np.zeros(2))
+    assert kernels.rkhs_norm(np.eye(2), np.zeros(2)) == 0.0
+    assert kernels.rkhs_norm(np.zeros((2, 2)), np.ones(2)) == 0.0
+
+
+def test_min_norm_interpolant_refuses_a_float_p_and_a_non_bool_flag():
+    # F7: p = 2.0 and return_certificate = "yes" were accepted ("p not the int 1 or 2")
+    X, y = np.ones((1, 2)), np.ones(1)
+    for p in (2.0, 1.0, np.float64(2.0)):
+        with pytest.raises(ValueError, match="^p must be 1 or 2"):
+            convex.min_norm_interpolant(X, y, p=p)
+    for flag in ("yes", 1, None):
+        with pytest.raises(ValueError, match="^return_certificate must be True or False"):
+            convex.min_norm_interpolant(X, y, return_certificate=flag)
+    got = np.asarray(convex.min_norm_interpolant(X, y, p=np.int64(2)))  # X^T (X X^T)^-1 y
+    np.testing.assert_allclose(got, [0.5, 0.5], rtol=1e-15, atol=0)
+
+
+def test_min_norm_interpolant_p2_names_an_inconsistent_duplicated_row():
+    # remark of breaker21: a duplicated row with another target was refused as "X is too
+    # ill-conditioned" (the p = 1 branch says inconsistent); X beta = y has no solution
+    X = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    for p in (1, 2):
+        with pytest.raises(ValueError, match="^X beta = y is inconsistent"):
+            convex.min_norm_interpolant(X, np.array([1.0, 1.5]), p=p)
+    # row 2 = 2 row 1 with the target 2.5 != 2 * 1: rank X = 2 < rank [X | y] = 3 (by hand)
+    X = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="^X beta = y is inconsistent.*rank 2 and .* rank 3"):
+        convex.min_norm_interpolant(X, np.array([1.0, 2.5, 3.0]), p=2)
+    # the same X with the consistent target 2 = 2 * 1 is solved: beta = X^+ y, checked by
+    # X beta = y and beta orthogonal to the null space (1, -2, 1) of X
+    beta = np.asarray(convex.min_norm_interpolant(X, np.array([1.0, 2.0, 3.0]), p=2))
+    np.testing.assert_allclose(X @ beta, [1.0, 2.0, 3.0], rtol=1e-12, atol=0)
+    assert abs(beta @ np.array([1.0, -2.0, 1.0])) <= 1e-12
+
+
+def _decimal_atan_small(z, terms=12):
+    return sum((-1) ** k * z ** (2 * k + 1) / (2 * k + 1) for k in range(terms))
+
+
+def test_relu_ntk_of_a_nearly_antiparallel_pair_to_relative_rounding():
+    # F8: was -3.558810855e-10 for -3.558813012e-10 (6e-7 relative): pi - phi (2.6e-11) was
+    # taken from the rounded unit vectors, with an absolute error eps. Reference, at 50
+    # digits: x = t x' + w with t = <x, x'> / <x', x'> and w = x - t x' in exact rationals,
+    # e = pi - phi = atan(||w|| / (|t| ||x'||)) by its series, and the closed form
+    # ||x|| ||x'|| / (2 pi d) (sin e - e cos e) + kappa^2 <x, x'> e / (2 pi)
+    import decimal
+    import math
+    from fractions import Fraction as F
+    decimal.getcontext().prec = 50
+    D = decimal.Decimal
+    pi = D("3.14159265358979323846264338327950288419716939937510")
+    x, xp = np.array([1.0, 2.0, 3.0]), np.array([-2.0, -4.0, -6.0 + 1e-9])
+    fx, fxp = [F(float(v)) for v in x], [F(float(v)) for v in xp]
+    inner, vv, xx = (sum(a * b for a, b in zip(u, v, strict=True))
+                     for u, v in ((fx, fxp), (fxp, fxp), (fx, fx)))
+    t = inner / vv
+    ww = sum((a - t * b) ** 2 for a, b in zip(fx, fxp, strict=True))
+    z = _frac_decimal(ww / (t * t * vv), 50).sqrt()
+    e = _decimal_atan_small(z)
+    sin_minus = sum((-1) ** (k + 1) * 2 * k * e ** (2 * k + 1) / math.factorial(2 * k + 1)
+                    for k in range(1, 8))
+    want = (_frac_decimal(xx * vv, 50).sqrt() / (2 * pi * 3) * sin_minus
+            + _frac_decimal(inner, 50) * e / (2 * pi))
+    got = float(np.asarray(ntk.relu_ntk(x[None], xp[None]))[0, 0])
+    assert got == pytest.approx(float(want), rel=1e-14, abs=0)
