@@ -19,7 +19,7 @@ def as_array(name, x, *, ndim=None, shape=None, finite=True):
     """
     if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}")
-    raw = np.asarray(x)
+    raw = concrete(name, x)
     if np.iscomplexobj(raw):
         raise ValueError(f"{name} must be real, got complex values")
     if raw.dtype.kind not in "biuf" or raw.dtype == bool:
@@ -39,6 +39,19 @@ def as_array(name, x, *, ndim=None, shape=None, finite=True):
     if finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
     return jnp.asarray(arr)
+
+
+def concrete(name, x):
+    """``np.asarray(x)``, refusing a JAX tracer with a ``ValueError`` naming ``name``: the
+    functions that check their input values (and compute partly in numpy) cannot run under
+    ``jax.jit``, ``jax.grad`` or ``jax.vmap``."""
+    import jax
+
+    if isinstance(x, jax.core.Tracer):
+        raise ValueError(f"{name} must be a concrete array: this function checks its input "
+                         "values and cannot be traced (call it outside jax.jit, jax.grad and "
+                         "jax.vmap)")
+    return np.asarray(x)
 
 
 def shape_text(shape):

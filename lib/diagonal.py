@@ -673,7 +673,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             rank with condition number at most 1e12 (rank-deficient, inconsistent, or more
             ill-conditioned systems are refused, each named as such); ``y`` not a finite
             real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
-            1-D array) or subnormal; ``depth`` not an integer >= 2; ``tol`` not a finite number > 0;
+            1-D array) or subnormal; ``depth`` not an integer >= 2; ``tol`` not a finite number in
+            (0, 1) (``tol >= 1`` would accept :math:`\beta = 0`);
             ``max_iter`` not an integer in [1, 1e9]; ``return_info`` not a bool; ``alpha**depth``
             (after the rescaling below) or the limit outside float64's range. ``X`` and ``y``
             with entries beyond ``1e+-100`` are solved in scaled form (the limit for
@@ -696,7 +697,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     scalar = alphas.ndim == 0
     alphas = np.atleast_1d(alphas)
     max_iter = _validate.integer("max_iter", max_iter, minimum=1, maximum=_MAX_ITER)
-    _validate.positive("tol", tol)
+    # tol >= 1 would accept beta = 0 (its residual is ||y||): a limit that ignores the data
+    _validate.scalar("tol", tol, minimum=0.0, maximum=1.0, allow_min=False, allow_max=False)
     return_info = _validate.boolean("return_info", return_info)
     cx, cy = _validate.max_abs(X), _validate.max_abs(y)
     if not (1e-100 <= cx <= 1e100 and 1e-100 <= cy <= 1e100):
@@ -1258,6 +1260,9 @@ def _np_link(z, log_mu, depth):
     return w, weight, float(np.sum(H))
 
 
+_MU_KERNEL = 1e150  # above it margin_limit returns its (kernel-regime) answer at this mu
+
+
 def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=False):
     r"""The transition-regime limit of the exponential loss:
     :math:`\arg\min_w Q^D_\mu(w)` s.t. :math:`y_n\langle x_n, w\rangle \ge 1` for all n.
@@ -1288,7 +1293,9 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     Args:
         X: ``(N, d)`` inputs, finite. y: ``(N,)`` labels in {-1, +1}.
         mu: float > 0 (for D >= 3 keep :math:`\mu\ge 10^{-12}`: the gap :math:`1 - |z|`
-            is not tracked to relative precision here).
+            is not tracked to relative precision here). Above :math:`10^{150}` the answer at
+            :math:`\mu = 10^{150}` is returned (the multipliers rescaled by
+            :math:`10^{150}/\mu`): there :math:`Q^D_\mu` is quadratic to rounding.
         depth: int D >= 2.
         tol: KKT tolerance: stop when :math:`\max_n |\min(\lambda_n, g_n)| \le` ``tol`` with
             :math:`g_n = y_n\langle x_n, w\rangle - 1` (margins :math:`\ge 1 -` ``tol``).
@@ -1299,8 +1306,9 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
 
     Raises:
-        ValueError: ``X`` empty (no row or column), labels outside {-1, +1}, ``mu`` or
-            ``tol`` not a finite number > 0,
+        ValueError: ``X`` empty (no row or column), labels outside {-1, +1}, ``mu`` not a
+            finite number > 0, ``tol`` not a finite number in (0, 1) (``tol >= 1`` would accept
+            :math:`w = 0`),
             ``max_iter`` not an integer in [1, 1e9], ``return_dual`` not a bool, bad shapes, data
             not linearly separable through the origin (checked with
             :func:`lib.convex.max_margin` when no KKT point is found: a KKT point itself
@@ -1323,7 +1331,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     mu = _validate.positive("mu", mu)
-    _validate.positive("tol", tol)
+    # tol >= 1 would accept w = 0 (margins >= 1 - tol <= 0): an answer that ignores the data
+    _validate.scalar("tol", tol, minimum=0.0, maximum=1.0, allow_min=False, allow_max=False)
     max_iter = _validate.integer("max_iter", max_iter, minimum=1, maximum=_MAX_ITER)
     return_dual = _validate.boolean("return_dual", return_dual)
     cx = _validate.max_abs(X)
@@ -1344,6 +1353,17 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         if not np.all(np.isfinite(w)):
             raise ValueError(f"the limit is outside float64's range (max |X| = {cx:.3e})")
         return (w, out[1] / cx) if return_dual else w
+    if mu > _MU_KERNEL:
+        # deep in the kernel regime Q^D_mu(w) = |w|^2 / (2 c mu) (1 + O(max|w/mu|^2)), c =
+        # h_D'(0): the minimizer at mu equals the one at _MU_KERNEL to rounding while
+        # max|w| <= 1e-8 _MU_KERNEL, and the multipliers scale like 1/mu (KKT: q_D'(w/mu) =
+        # A^T lam with q_D'(u) = u / c (1 + O(u^2))); Newton's scaled dual loses accuracy there
+        w, lam = margin_limit(X, y, _MU_KERNEL, depth, tol=tol, max_iter=max_iter,
+                              return_dual=True)
+        if np.max(np.abs(w)) > 1e-8 * _MU_KERNEL:
+            raise ValueError(f"mu = {mu:.3e} with a limit of size {np.max(np.abs(w)):.3e}: "
+                             "outside the range solved here (rescale X)")
+        return (w, lam * (_MU_KERNEL / mu)) if return_dual else w
     A = np.asarray(y)[:, None] * np.asarray(X)
     log_mu = np.log(mu)
     N = A.shape[0]

@@ -538,7 +538,14 @@ def dictionary_f1_max_margin(X, y, directions):
     if not bool(jnp.any(features != 0)):
         raise ValueError("the dictionary's ReLU features (theta_k^T x_i)_+ are all zero on X: "
                          "no direction is active on any point, so y cannot be separated")
-    w = max_margin(features, y, p=1)
+    try:
+        w = max_margin(features, y, p=1)
+    except ValueError as err:
+        if "separable" not in str(err):
+            raise
+        raise ValueError("the dictionary's ReLU features (theta_k^T x_i)_+ cannot separate y "
+                         "(the features, not necessarily the data X, are not linearly "
+                         "separable): add directions active on every point") from None
     l1 = float(jnp.sum(jnp.abs(w)))
     with np.errstate(over="ignore", under="ignore"):
         gamma = float(np.float64(1.0 / l1) * np.float64(sx))
@@ -635,7 +642,8 @@ def neuron_positions(params, scale: float = 1.0):
     Raises:
         ValueError: ``params`` not a dict of finite real arrays ``a`` ``(m,)`` and ``B``
             ``(m, d)`` with m, d >= 1; ``scale`` not a finite real number > 0. Entries or
-            ``scale`` outside ``[1e-290, 1e290]`` (e.g. subnormal) are computed in numpy,
+            ``scale`` or coordinates :math:`|a_j| b_{jk} / c` outside ``[1e-290, 1e290]``
+            (e.g. subnormal) are computed in numpy,
             since XLA on CPU flushes subnormal numbers to zero.
 
     Example:
@@ -653,7 +661,10 @@ def neuron_positions(params, scale: float = 1.0):
         sb_np = np.max(np.abs(np.asarray(B)), axis=1)
         ordinary = (_validate.safe_scale(sb_np) and _validate.safe_scale(an / c)
                     and _validate.safe_scale(an) and _validate.safe_scale(c)
-                    and _validate.safe_scale(np.abs(an) / c * sb_np))
+                    and _validate.safe_scale(np.abs(an) / c * sb_np)
+                    # every coordinate |a_j| b_jk / c too: one tiny entry of b_j times a
+                    # normal radius may be subnormal, and XLA would flush it to 0
+                    and _validate.safe_scale(np.abs(an)[:, None] / c * np.asarray(B)))
     if ordinary:
         sbj = jnp.max(jnp.abs(B), axis=1, keepdims=True)
         sbj = jnp.where(sbj > 0, sbj, 1.0)

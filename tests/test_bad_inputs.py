@@ -1427,3 +1427,65 @@ def test_relu_ntk_of_a_nearly_antiparallel_pair_to_relative_rounding():
             + _frac_decimal(inner, 50) * e / (2 * pi))
     got = float(np.asarray(ntk.relu_ntk(x[None], xp[None]))[0, 0])
     assert got == pytest.approx(float(want), rel=1e-14, abs=0)
+
+
+# ---- breaker round 7 ----------------------------------------------------------------------
+
+X7 = np.array([[1.0, 2.0, 0.5], [-1.0, 0.3, 2.0], [0.5, -1.0, 1.0], [2.0, 1.0, -0.5]])
+Y7 = np.array([1.0, -1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("tol", [1.0, 2.0, 1e3])
+def test_limits_refuse_a_tolerance_that_accepts_zero(tol):
+    # tol >= 1 was met by w = 0 / beta = 0 at the start (margins >= 1 - tol, residual <= ||y||)
+    with pytest.raises(ValueError, match="tol"):
+        diagonal.margin_limit(X7, Y7, 1.0, tol=tol)
+    with pytest.raises(ValueError, match="tol"):
+        diagonal.implicit_bias_limit(np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]]),
+                                     np.array([1.0, 1.0]), 1.0, tol=tol)
+
+
+@pytest.mark.parametrize("depth", [2, 5])
+@pytest.mark.parametrize("mu", [1e200, 1e300])
+def test_margin_limit_far_in_the_kernel_regime_is_the_l2_max_margin(mu, depth):
+    # the l2 max-margin predictor of this set is the vertex where the first three margins are
+    # 1 (solved exactly here): Q_mu is quadratic to rounding at these mu; its KKT point
+    # A^T lam = grad Q_mu(w) = w / (c mu) with c = h_D'(0), lam >= 0
+    A = Y7[:, None] * X7
+    vertex = np.linalg.solve(A[:3], np.ones(3))
+    assert np.all(A @ vertex >= 1 - 1e-12)
+    w, lam = diagonal.margin_limit(X7, Y7, mu, depth, return_dual=True)
+    np.testing.assert_allclose(w, vertex, rtol=1e-9)
+    assert np.all(lam >= 0)
+    g = A.T @ (lam / lam.max())   # (lam ~ 1 / mu: its squares would underflow)
+    np.testing.assert_allclose(g / np.linalg.norm(g), w / np.linalg.norm(w), rtol=1e-9)
+
+
+def test_neuron_positions_keeps_a_subnormal_coordinate():
+    # |a| b / c = (1e-10, 1e-310): tanh(r) / r = 1 to rounding at r ~ 1e-10, so the point is
+    # itself; XLA used to flush the second coordinate to 0
+    pos, _ = margins.neuron_positions({"a": np.array([1e-10]), "B": np.array([[1.0, 1e-300]])})
+    assert np.asarray(pos).tolist() == [[1e-10, 1e-310]]
+
+
+def test_dictionary_max_margin_blames_the_features_not_the_data():
+    # the data are separable (w = (1, 1) gives margins 1.5, 0.7, 1.2) but no direction of the
+    # dictionary is active on the third point
+    X = np.array([[1.0, 0.5], [-0.3, 1.0], [-1.0, -0.2]])
+    y = np.array([1.0, 1.0, -1.0])
+    assert np.all(y * (X @ np.ones(2)) > 0)
+    with pytest.raises(ValueError, match="features.*cannot separate"):
+        margins.dictionary_f1_max_margin(X, y, np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: jax.jit(margins.compress_radius)(jnp.array([[3.0, 4.0]])),
+    lambda: jax.vmap(margins.compress_radius)(jnp.array([[3.0, 4.0]])),
+    lambda: jax.grad(lambda z: margins.smoothed_margin(z, 1.0))(jnp.array([1.0, 2.0])),
+    lambda: jax.jit(margins.neuron_positions)({"a": jnp.ones(2), "B": jnp.ones((2, 2))}),
+    lambda: jax.grad(lambda a: margins.f1_path_norm({"a": a, "B": jnp.ones((2, 2))}))(
+        jnp.ones(2)),
+])
+def test_value_checking_helpers_refuse_tracers_by_name(call):
+    with pytest.raises(ValueError, match="must be a concrete array"):
+        call()
