@@ -71,8 +71,20 @@ def claims_folder(app) -> Path:
     return Path(env) if env else Path(app.srcdir) / "_build" / "claims"
 
 
-def load_records(folder: Path) -> dict[str, list[dict]]:
-    """Latest run of each chapter: ``{chapter: [record, ...]}``, one record per claim id."""
+def build_run() -> tuple[int, bool]:
+    """The seed and size this build executes (``KRR_SEED``, ``KRR_FULL``, as the kernels see
+    them): the ledger's "this build" column shows only records of that kind of run."""
+    seed = os.environ.get("KRR_SEED", "").strip()
+    return (int(seed) if seed.isdigit() else 0), os.environ.get("KRR_FULL", "") == "1"
+
+
+def load_records(folder: Path, run: tuple[int, bool] | None = None) -> dict[str, list[dict]]:
+    """Latest run of each chapter: ``{chapter: [record, ...]}``, one record per claim id.
+
+    With ``run = (seed, full)`` only records of runs at that seed and size count, so that a
+    chapter executed under another ``KRR_SEED`` or at ``KRR_FULL=1`` (e.g. by
+    ``scripts/run_tests.py``) does not replace this build's values (records without these
+    fields count as seed 0, default size)."""
     out = {}
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         rows = []
@@ -83,6 +95,9 @@ def load_records(folder: Path) -> dict[str, list[dict]]:
                 rows.append(json.loads(line))
             except json.JSONDecodeError:
                 logger.warning(f"claims ledger: {path}:{number} is not valid JSON")
+        if run is not None:
+            rows = [r for r in rows
+                    if (int(r.get("seed", 0)), bool(r.get("full", False))) == run]
         if not rows:
             continue
         latest = rows[-1]["run"]
@@ -275,7 +290,7 @@ def fill(app, doctree, fromdoc):
     placeholders = list(doctree.findall(claims_ledger))
     if not placeholders:
         return
-    records = load_records(claims_folder(app))
+    records = load_records(claims_folder(app), build_run())
     srcdir = Path(app.srcdir)
     full_meta, full_recs = load_results(srcdir, "full")
     seeds_meta, seed_recs = load_results(srcdir, "seeds")

@@ -48,10 +48,22 @@ def inputs_hash(root: Path = ROOT) -> str:
     files += [root / name for name in INPUT_FILES if (root / name).is_file()]
     for path in sorted(files):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+        digest.update(_config_bytes(path) if path.name == "_config.yml" else path.read_bytes())
+        digest.update(b"\0")
     for name in INPUT_ENV:
         digest.update(f"{name}={os.environ.get(name, '')}\0".encode())
     return digest.hexdigest()
+
+
+def _config_bytes(path: Path) -> bytes:
+    """``_config.yml`` as hashed: without ``execute.timeout`` (the per-cell time limit does not
+    change what a cell computes, so raising it on a slow machine keeps the executed chapters)."""
+    import yaml
+
+    config = yaml.safe_load(path.read_text()) or {}
+    if isinstance(config.get("execute"), dict):
+        config["execute"].pop("timeout", None)
+    return yaml.safe_dump(config, sort_keys=True).encode()
 
 
 # The kernels' IPython profile for the build: the kernel application logs only errors, so its

@@ -91,11 +91,15 @@ def execute(path: Path, env: dict[str, str], timeout: int | None) -> tuple[float
                 os.environ[k] = v
 
 
-def latest_records(folder: Path) -> list[dict]:
-    """The records of the latest run of each chapter in ``folder`` (one per claim id)."""
+def latest_records(folder: Path, *, default_run: bool = False) -> list[dict]:
+    """The records of the latest run of each chapter in ``folder`` (one per claim id); with
+    ``default_run`` only runs at seed 0 and the default size count (``_build/claims`` also
+    receives the records of chapters run by hand under another ``KRR_SEED`` or ``KRR_FULL``)."""
     out = []
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if default_run:
+            rows = [r for r in rows if int(r.get("seed", 0)) == 0 and not r.get("full", False)]
         if rows:
             latest = rows[-1]["run"]
             out.extend({r["claim"]: r for r in rows if r["run"] == latest}.values())
@@ -172,7 +176,8 @@ def run_seeds(args) -> int:
         by_seed[s] = [r for r in latest_records(folder) if r["chapter"] in names]
     seeds = list(args.seeds)
     if 0 not in by_seed:
-        zero = [r for r in latest_records(BUILD / "claims") if r["chapter"] in names]
+        zero = [r for r in latest_records(BUILD / "claims", default_run=True)
+                if r["chapter"] in names]
         if zero:
             by_seed[0] = zero
             seeds = [0, *seeds]

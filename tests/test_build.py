@@ -171,3 +171,19 @@ def test_nbval_passes_a_good_chapter_and_allowed_errors(tmp_path):
     ruled = nbval(tmp_path, CHAPTER.format(kernel="python3", extra=allowed))
     assert ruled.returncode == 0, ruled.stdout[-3000:]
     assert "1 skipped" in ruled.stdout
+
+
+def test_inputs_hash_ignores_only_the_cell_time_limit(tmp_path):
+    # raising execute.timeout on a slow machine must not re-execute every chapter; any other
+    # change of _config.yml must
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_book
+
+    (tmp_path / "lib").mkdir()
+    config = "title: t\nexecute:\n  execute_notebooks: cache\n  timeout: 180\n"
+    (tmp_path / "_config.yml").write_text(config)
+    before = build_book.inputs_hash(tmp_path)
+    (tmp_path / "_config.yml").write_text(config.replace("180", "900"))
+    assert build_book.inputs_hash(tmp_path) == before
+    (tmp_path / "_config.yml").write_text(config.replace("cache", "force"))
+    assert build_book.inputs_hash(tmp_path) != before

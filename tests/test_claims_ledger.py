@@ -39,6 +39,31 @@ def test_records_written_by_lib_are_read_back(tmp_path):
     assert got["ch/bad"]["status"] == "failed" and got["ch/bad"]["passed"] is False
 
 
+def test_runs_at_another_seed_or_size_do_not_replace_this_build(tmp_path):
+    # a chapter run by hand with KRR_SEED=3 (or KRR_FULL=1) after the default build appends
+    # its records to the same file: the ledger of a default build still shows seed 0's values
+    lines = [
+        {"claim": "ch/a", "run": "r0", "value": 1.0, "seed": 0, "full": False},
+        {"claim": "ch/a", "run": "r3", "value": 3.0, "seed": 3, "full": False},
+        {"claim": "ch/a", "run": "rf", "value": 9.0, "seed": 0, "full": True},
+    ]
+    (tmp_path / "ch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    value = {run: claims_ledger.load_records(tmp_path, run)["ch"][0]["value"]
+             for run in [(0, False), (3, False), (0, True)]}
+    assert value == {(0, False): 1.0, (3, False): 3.0, (0, True): 9.0}
+    assert claims_ledger.load_records(tmp_path)["ch"][0]["value"] == 9.0   # unfiltered: latest
+    assert claims_ledger.load_records(tmp_path, (5, False)) == {}
+
+
+def test_build_run_reads_the_switches(monkeypatch):
+    monkeypatch.delenv("KRR_SEED", raising=False)
+    monkeypatch.delenv("KRR_FULL", raising=False)
+    assert claims_ledger.build_run() == (0, False)
+    monkeypatch.setenv("KRR_SEED", "4")
+    monkeypatch.setenv("KRR_FULL", "1")
+    assert claims_ledger.build_run() == (4, True)
+
+
 def test_missing_folder_is_empty(tmp_path):
     assert claims_ledger.load_records(tmp_path / "absent") == {}
 

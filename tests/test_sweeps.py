@@ -41,6 +41,16 @@ def test_latest_records_keep_the_last_run(tmp_path):
     assert [r["value"] for r in sweeps.latest_records(tmp_path)] == [2.0]
 
 
+def test_seed_zero_records_ignore_runs_by_hand_at_another_seed_or_size(tmp_path):
+    # make seeds takes seed 0 from _build/claims, which also receives a chapter run by hand
+    # under KRR_SEED=3 or KRR_FULL=1 after the default build
+    lines = [dict(rec("c/x", 0, True, 1.0), run="r0", full=False),
+             dict(rec("c/x", 3, True, 3.0), run="r3", full=False),
+             dict(rec("c/x", 0, True, 9.0), run="rf", full=True)]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert [r["value"] for r in sweeps.latest_records(tmp_path, default_run=True)] == [1.0]
+
+
 def _repo(tmp_path):
     def git(*a):
         subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)
