@@ -735,10 +735,10 @@ def test_a_kernel_death_names_the_cell_it_died_in(tmp_path):
 
 @pytest.mark.slow
 def test_assign_and_grade_every_case(tmp_path):
-    from homework.cases import ESCAPE_MARK, write_cases
+    from homework.cases import DETACHED_MARK, ESCAPE_MARK, write_cases
 
     dist = ho.assign(["setup"], tmp_path / "assign", run_tests=False)["setup"]
-    expected = write_cases(dist, tmp_path / "subs")
+    expected = write_cases(dist, tmp_path / "subs", redteam=hg.namespaces_available())
     ag = next((dist / "autograder").glob("*.zip"))
     master = next((dist.parent / "master").glob("*.ipynb")).read_text()
     hidden_seeds = sorted(set(__import__("re").findall(r"env, '[^']*', seed=(\d+)", master)))
@@ -784,11 +784,17 @@ def test_assign_and_grade_every_case(tmp_path):
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if ESCAPE_MARK.encode() in (d / "cmdline").read_bytes():
-                    leftovers.append(d.name)
+                cmdline = (d / "cmdline").read_bytes()
             except OSError:
-                pass
+                continue
+            if ESCAPE_MARK.encode() in cmdline or DETACHED_MARK.encode() in cmdline:
+                leftovers.append(d.name)
     assert not leftovers, leftovers
+    # redteam16: the proxy and the saboteur ran but found no other submission's judge
+    if hg.namespaces_available():
+        red = (tmp_path / "krr-redteam16.log").read_text()
+        assert "proxy start" in red and "saboteur start" in red, red
+        assert "proxy in front of" not in red and "saboteur killed" not in red, red
     assert os.path.getsize(csv_path) > 0
     # the seven cheats: nothing unpickled, the disk cheat's tests never reached the judge
     assert not (tmp_path / "krr-unpickled-mark").exists()
