@@ -8,8 +8,12 @@
   default), otherwise ``otter run`` with the autograder zip of ``make assign``, one submission
   at a time per job, each in its own session (process group), with a wall-time limit, a memory
   limit (``RLIMIT_AS``), an output cap and a per-cell time limit that interrupts the cell and
-  goes on to the next; afterwards every process the submission started is killed, including
-  those that left the group (they are found by a token in their environment).
+  goes on to the next. When ``unshare`` can create namespaces (:func:`namespaces_available`),
+  each ``otter run`` is in its own user, PID and mount namespaces (:func:`namespace_command`):
+  it sees only its own run folder of the work folder and its own processes, and every process
+  it starts dies with it. Otherwise (one warning, ``--jobs 1``) every process the submission
+  started is killed afterwards, including those that left the group and kept the token in
+  their environment.
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
   line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
