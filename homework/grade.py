@@ -568,7 +568,8 @@ NAMESPACES_VAR = "KRR_GRADE_NAMESPACES"  # "0": never use namespaces (the fallba
 # this submission's own run folder back at its path, give it a /dev/shm of its own, then run
 # the command with no capabilities and no way to gain any (so it cannot unmount the tmpfs).
 NAMESPACE_SCRIPT = r"""set -e
-work="$1"; box="$2"; shift 2
+work="$1"; box="$2"; net="$3"; shift 3
+if [ "$net" = net ]; then ip link set lo up; fi
 cd "$box"
 mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$work"
 mkdir -p "$box"
@@ -582,14 +583,22 @@ NO_NAMESPACES = ("warning: `unshare` (util-linux) cannot create user, PID and mo
                  "time (--jobs 1); a process a notebook detaches from its session and "
                  "environment can outlive grading")
 _namespaces: bool | None = None  # the probe's answer, once per grader process
+_network = False  # and whether a network namespace (loopback only) works too
 
 
-def namespace_command(work: Path, box: Path, command: list[str]) -> list[str]:
+def namespace_command(work: Path, box: Path, command: list[str],
+                      net: bool | None = None) -> list[str]:
     """``command`` in new user, PID and mount namespaces in which only ``box`` of ``work`` is
-    visible and nothing has capabilities; every process it starts dies with it."""
+    visible and nothing has capabilities; every process it starts dies with it. With ``net``
+    (default: when the probe found it works, :func:`namespaces_available`) also a network
+    namespace with only a loopback interface: no network, and no TCP port of another
+    submission's kernel or of the machine (the judge's socket is a file: it still works)."""
+    if net is None:
+        net = bool(namespaces_available()) and _network
     return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
-            "--mount-proc", "--mount", "--", "sh", "-c", NAMESPACE_SCRIPT, "krr-grade-box",
-            str(work), str(box), *command]
+            "--mount-proc", "--mount", *(["--net"] if net else []), "--", "sh", "-c",
+            NAMESPACE_SCRIPT, "krr-grade-box", str(work), str(box), "net" if net else "-",
+            *command]
 
 
 PROBE = ('test "$$" = 1 && test ! -e "$0/other" && test -e "$0/run-probe/mine" && '
@@ -597,8 +606,17 @@ PROBE = ('test "$$" = 1 && test ! -e "$0/other" && test -e "$0/run-probe/mine" &
 
 
 def _probe_namespaces() -> bool:
+    global _network
+    _network = False
     if os.environ.get(NAMESPACES_VAR) == "0":
         return False
+    if shutil.which("ip") and _probe(net=True):
+        _network = True
+        return True
+    return _probe(net=False)
+
+
+def _probe(net: bool) -> bool:
     if not (shutil.which("unshare") and shutil.which("setpriv") and shutil.which("sh")):
         return False
     with tempfile.TemporaryDirectory(prefix="krr-probe-") as d:
@@ -608,7 +626,7 @@ def _probe_namespaces() -> bool:
         (work / "other").touch()
         try:
             proc = subprocess.run(namespace_command(work, work / "run-probe",
-                                                    ["sh", "-c", PROBE, str(work)]),
+                                                    ["sh", "-c", PROBE, str(work)], net=net),
                                   capture_output=True, text=True, timeout=60,
                                   stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
@@ -747,6 +765,10 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
         preexec_fn=lambda: _die_with(grader))
     _live.add(judge)
     env[SOCKET_VAR] = str(box / "judge.sock")
+    # otter's temporary files, among them the kernel's connection file with its key (a
+    # process that reads another kernel's key can run code in it): in the run folder
+    (box / "tmp").mkdir()
+    env["TMPDIR"] = str(box / "tmp")
     ready = time.monotonic() + JUDGE_START
     while not (box / "judge.sock").exists() and judge.poll() is None and \
             time.monotonic() < ready:  # its start (JAX) is not charged to a cell's time limit

@@ -919,7 +919,7 @@ def test_the_namespace_probe_says_yes_here():
 
 INSIDE = r'''
 import asyncio, json, os, signal, socket, sys
-work, mine, other, judge_pid = sys.argv[1:5]
+work, mine, other, judge_pid, port = sys.argv[1:6]
 mark = os.environ["KRR_TEST_MARK"]
 out = {"listing": sorted(os.listdir(work)), "pid": os.getpid()}
 try:
@@ -933,6 +933,11 @@ try:
     out["connect"] = "done"
 except OSError as e:
     out["connect"] = type(e).__name__
+try:
+    socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
+    out["tcp"] = "done"
+except OSError as e:
+    out["tcp"] = type(e).__name__
 out["judge_seen"] = any(mark.encode() in open(f"/proc/{d}/cmdline", "rb").read()
                         for d in os.listdir("/proc") if d.isdigit())
 try:
@@ -991,6 +996,9 @@ def test_a_submission_in_its_namespaces_cannot_reach_another_and_leaves_nothing(
     server.bind(str(other / "judge.sock"))
     server.listen(1)
     judge = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(300)  # {mark}"])
+    tcp = socket.socket()  # a port of the machine (another kernel's, say)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(1)
     script = mine / "inside.py"
     script.write_text(INSIDE)
 
@@ -1000,7 +1008,8 @@ def test_a_submission_in_its_namespaces_cannot_reach_another_and_leaves_nothing(
     try:
         start = time.perf_counter()
         proc = subprocess.run(hg.namespace_command(work, mine, [
-            sys.executable, str(script), str(work), str(mine), str(other), str(judge.pid)]),
+            sys.executable, str(script), str(work), str(mine), str(other), str(judge.pid),
+            str(tcp.getsockname()[1])]),
             capture_output=True, text=True, timeout=120, preexec_fn=limits, cwd=mine,
             env={**os.environ, "KRR_TEST_MARK": mark})
         seconds = time.perf_counter() - start
@@ -1011,6 +1020,7 @@ def test_a_submission_in_its_namespaces_cannot_reach_another_and_leaves_nothing(
         assert out["judge_seen"] is False and out["kill"] == "ProcessLookupError"
         assert out["umount"] != 0 and out["memory"] == "MemoryError"
         assert out["pid"] < 100  # its own PID namespace
+        assert out["tcp"] == ("ConnectionRefusedError" if hg._network else "done")
         assert judge.poll() is None and (other / "judge.sock").exists()
         time.sleep(0.5)
         assert _marked(f"{mark}-child") == []  # the detached child died with the namespace
@@ -1019,6 +1029,7 @@ def test_a_submission_in_its_namespaces_cannot_reach_another_and_leaves_nothing(
         judge.kill()
         judge.wait()
         server.close()
+        tcp.close()
         for pid in _marked(f"{mark}-child"):
             os.kill(pid, 9)
 
