@@ -196,6 +196,172 @@ def ntk_linear_two_layer(U, v, x1, x2, _jr=jax.jacrev):
 """
 
 
+# The red team's attacks on grading several submissions together (report redteam16, attacks
+# 1, 5, 6 and 9). Each starts a process detached from the kernel (asyncio, a clean environment
+# without the grader's token, a session of its own); without namespaces it outlived the
+# notebook. The detached code carries DETACHED_MARK in its command line, and writes what it did
+# to the log file LOG (the case folder's parent).
+DETACHED_MARK = "krr-redteam16-detached"
+SPAWN = '''\
+import asyncio, os, sys, threading
+_code = {code!r}
+def _spawn():
+    async def go():
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _code, *{args},
+            env={{"PATH": os.environ.get("PATH", "")}}, start_new_session=True,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL)
+    asyncio.run(go())
+_t = threading.Thread(target=_spawn)
+_t.start()
+_t.join()
+'''
+# attack 6: a process that sleeps, left running after grading
+DETACHED_SLEEP = f"import time; time.sleep(900)  # {DETACHED_MARK}"
+# attack 5: kill every judge of the same grading (other submissions: 0, or a stalled row)
+SABOTEUR = f'''\
+import os, signal, sys, time
+work, mine = sys.argv[1], sys.argv[2]
+log = open(sys.argv[3], "a")
+log.write(f"saboteur start {{work}}\\n"); log.flush()
+end = time.time() + 900  # {DETACHED_MARK}
+while time.time() < end and os.path.isdir(work):
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{{d}}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+        except OSError:
+            continue
+        if "judge.py" in cmd and work in cmd and mine not in cmd:
+            try:
+                os.kill(int(d), signal.SIGKILL)
+                log.write(f"saboteur killed {{d}} {{cmd}}\\n"); log.flush()
+            except OSError:
+                pass
+    time.sleep(0.3)
+'''
+SABOTEUR_ARGS = ('(os.path.dirname(os.path.dirname(os.environ["KRR_JUDGE_SOCKET"])), '
+                 'os.path.dirname(os.environ["KRR_JUDGE_SOCKET"]), LOG)')
+# attack 1: a proxy in front of the other submissions' judge sockets that answers their hidden
+# tests with the course's solution (a blank notebook graded at the same time got 8/8)
+PROXY = f'''\
+import glob, os, socket, sys, threading, time, runpy
+work, mine, proto_path, logpath = sys.argv[1:5]
+log = open(logpath, "a")
+def say(*a):
+    log.write(" ".join(map(str, a)) + "\\n"); log.flush()
+P = runpy.run_path(proto_path)
+state = {{}}
+SRC = {{
+ "setup/ntk-linear-two-layer": ("ntk_linear_two_layer", "def ntk_linear_two_layer(U, v, x1, \
+x2):\\n    return (x1 @ U.T) @ (U @ x2.T) + jnp.dot(v, v) * (x1 @ x2.T)\\n"),
+ "setup/symmetrize": ("symmetrize", "def symmetrize(a, B):\\n    return jnp.concatenate([a, \
+-a]), jnp.concatenate([B, B])\\n"),
+ "setup/gd-least-squares": ("gd_least_squares", "def gd_least_squares(X, y, eta, k):\\n    G \
+= X @ X.T\\n    n = G.shape[0]\\n    power = jnp.linalg.matrix_power(jnp.eye(n) - eta * G, k)\\n\
+    return X.T @ jnp.linalg.solve(G, (jnp.eye(n) - power) @ y)\\n"),
+}}
+def answers():
+    if "fns" not in state:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        ns = {{"jnp": jnp}}
+        for name, src in SRC.values():
+            exec(src, ns)
+        state["fns"] = {{ex: (ns[name], src) for ex, (name, src) in SRC.items()}}
+    return state["fns"]
+def serve(srv, real):
+    while True:
+        conn, _ = srv.accept()
+        stream = conn.makefile("rwb")
+        try:
+            req = P["receive"](stream)
+            if req is None or req.get("op") != "test":
+                continue
+            fn, src = answers()[req["exercise"]]
+            forged = {{"op": "test", "exercise": req["exercise"], "seed": req["seed"],
+                      "kind": req.get("kind", "value"), "source": src}}
+            ok, hint = P["ask_judge"](forged, fn, None, path=real)
+            say("proxy forged", req["exercise"], req["seed"], req.get("kind"), ok)
+            P["send"](stream, {{"op": "verdict", "ok": ok, "hint": hint}})
+        except Exception as e:
+            say("proxy error", repr(e))
+        finally:
+            for c in (stream, conn):
+                try:
+                    c.close()
+                except OSError:
+                    pass
+done = set()
+end = time.time() + 900  # {DETACHED_MARK}
+say("proxy start", work, mine)
+while time.time() < end and os.path.isdir(work):
+    for sock in glob.glob(os.path.join(work, "run-*", "judge.sock")):
+        box = os.path.dirname(sock)
+        if box == mine or box in done:
+            continue
+        real = os.path.join(box, "judge.real.sock")
+        done.add(box)
+        try:
+            os.rename(sock, real)
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(sock)
+            srv.listen(8)
+        except OSError as e:
+            say("proxy failed", box, e)
+            continue
+        say("proxy in front of", real)
+        threading.Thread(target=serve, args=(srv, real), daemon=True).start()
+    time.sleep(0.1)
+'''
+# the protocol (homework/hidden.py) read from the autograder zip, found on the command line of
+# an ancestor (otter run -a ZIP)
+PROXY_CELL = '''\
+import os, tempfile, zipfile
+def _ancestors():
+    pid = os.getpid()
+    while pid > 0:
+        yield pid
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+def _zip_path():
+    for pid in _ancestors():
+        args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+        if b"-a" in args:
+            return args[args.index(b"-a") + 1].decode()
+_tmp = tempfile.mkdtemp()
+with zipfile.ZipFile(_zip_path()) as _z, open(os.path.join(_tmp, "proto.py"), "wb") as _f:
+    _f.write(_z.read(next(n for n in _z.namelist() if n.endswith("homework/hidden.py"))))
+_sock = os.environ["KRR_JUDGE_SOCKET"]
+'''
+PROXY_ARGS = ('(os.path.dirname(os.path.dirname(_sock)), os.path.dirname(_sock), '
+              'os.path.join(_tmp, "proto.py"), LOG)')
+# attack 9: a forged line in the events file (its path is in the kernel's environment) crashed
+# the whole run (no CSV for anyone)
+EVENTS_FORGERY = '''\
+import json, os
+with open(os.environ["KRR_GRADE_EVENTS"], "a") as _f:
+    _f.write(json.dumps({"event": "interrupted", "cell": "code cell 1", "seconds": "boom"}) + "\\n")
+    _f.write(json.dumps({"event": "interrupted", "cell": ["a list"], "seconds": 1.0}) + "\\n")
+    _f.write(json.dumps({"event": "start", "cell": "x" * 10**6}) + "\\n")
+'''
+
+
+def redteam16_cells(log: str | Path) -> dict[str, str]:
+    """The cells of the red team's attacks 1, 5, 6 and 9 (``LOG``: where the detached
+    processes write what they did)."""
+    head = f"LOG = {str(log)!r}\n"
+    return {
+        "attack_proxy": head + PROXY_CELL + SPAWN.format(code=PROXY, args=PROXY_ARGS),
+        "attack_saboteur": head + SPAWN.format(code=SABOTEUR, args=SABOTEUR_ARGS),
+        "attack_detached": SPAWN.format(code=DETACHED_SLEEP, args="()"),
+        "attack_events": EVENTS_FORGERY,
+    }
+
+
 def _code(source):
     return {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
             "execution_count": None}
@@ -226,8 +392,12 @@ def _insert_after_setup(nb, source):
     nb["cells"].insert(i + 1, _code(source))
 
 
-def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> dict:
-    """Write the case submissions into ``folder``; return the expected outcome of each."""
+def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True,
+                redteam: bool = True) -> dict:
+    """Write the case submissions into ``folder``; return the expected outcome of each.
+    ``redteam``: with the attacks on other submissions (redteam16), whose expected points
+    hold only when each submission runs in its own namespaces
+    (:func:`homework.grade.namespaces_available`)."""
     dist, folder = Path(dist), Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     solved = json.loads(next((dist / "autograder").glob("*.ipynb")).read_text())
@@ -360,4 +530,18 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
                 put(case, nb, ZERO, status="flagged: imports subprocess", otter=FULL)
             else:
                 put(case, nb, FULL, status="kernel died" if case == "kernel_killer" else "graded")
+    if slow and redteam:
+        # redteam16: submissions graded together (jobs 2, consecutive names) must not change
+        # each other's points, and nothing they start outlives them
+        red = redteam16_cells(folder.resolve().parent / "krr-redteam16.log")
+        for name, base, points in (("attack_proxy", blank, ZERO),  # 1: raised the next to 8
+                                   ("attack_proxy_friend", blank, ZERO),
+                                   ("attack_saboteur", blank, ZERO),  # 5: zeroed the next
+                                   ("attack_saboteur_victim", solved, FULL),
+                                   ("attack_detached", solved, FULL),  # 6: outlived grading
+                                   ("attack_events", blank, ZERO)):  # 9: crashed the run
+            nb = copy.deepcopy(base)
+            if name in red:
+                _insert_after_setup(nb, red[name])
+            put(name, nb, points)
     return expected

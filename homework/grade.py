@@ -8,8 +8,12 @@
   default), otherwise ``otter run`` with the autograder zip of ``make assign``, one submission
   at a time per job, each in its own session (process group), with a wall-time limit, a memory
   limit (``RLIMIT_AS``), an output cap and a per-cell time limit that interrupts the cell and
-  goes on to the next; afterwards every process the submission started is killed, including
-  those that left the group (they are found by a token in their environment).
+  goes on to the next. When ``unshare`` can create namespaces (:func:`namespaces_available`),
+  each ``otter run`` is in its own user, PID and mount namespaces (:func:`namespace_command`):
+  it sees only its own run folder of the work folder and its own processes, and every process
+  it starts dies with it. Otherwise (one warning, ``--jobs 1``) every process the submission
+  started is killed afterwards, including those that left the group and kept the token in
+  their environment.
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
   line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
@@ -492,16 +496,45 @@ def _limited_copy(sub: Submission, dest: Path, chapter: str, cell_timeout: float
     return path
 
 
+EVENT_NAMES = ("start", "end", "interrupted")
+EVENT_CELL_MAX = 200  # characters of a cell's name in an event (the grader writes < 80)
+
+
+def valid_event(record) -> dict | None:
+    """The record as the grader uses it, or None when it is not one the limits cell writes:
+    ``event`` one of :data:`EVENT_NAMES`, ``cell`` a str of at most :data:`EVENT_CELL_MAX`
+    characters, ``seconds`` (when present, and always in ``interrupted``) a finite number. The
+    events file is written inside the kernel, so a notebook can add any line to it."""
+    import math
+
+    if not isinstance(record, dict) or record.get("event") not in EVENT_NAMES:
+        return None
+    cell = record.get("cell")
+    if not isinstance(cell, str) or not cell or len(cell) > EVENT_CELL_MAX:
+        return None
+    out = {"event": record["event"], "cell": cell}
+    if "seconds" in record or record["event"] == "interrupted":
+        seconds = record.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or \
+                not math.isfinite(seconds):
+            return None
+        out["seconds"] = float(seconds)
+    return out
+
+
 def read_events(path: Path) -> list[dict]:
-    """The records the limits cell wrote (start, end, interrupted), oldest first."""
+    """The records the limits cell wrote (start, end, interrupted), oldest first; lines that
+    are not such records (:func:`valid_event`) are dropped."""
     if not path.is_file():
         return []
     out = []
     for line in path.read_text(errors="replace").splitlines():
         try:
-            out.append(json.loads(line))
-        except ValueError:
+            record = valid_event(json.loads(line))
+        except (ValueError, RecursionError):
             continue  # a line cut by the kernel's death
+        if record is not None:
+            out.append(record)
     return out
 
 
@@ -523,6 +556,136 @@ def running_cell(events: list[dict]) -> str | None:
         elif e.get("event") == "end":
             current = None
     return current
+
+
+# --------------------------------------------------------------------------------------------
+# Isolation of one submission: namespaces (util-linux unshare, setpriv), or the fallback
+# --------------------------------------------------------------------------------------------
+
+NAMESPACES_VAR = "KRR_GRADE_NAMESPACES"  # "0": never use namespaces (the fallback, for tests)
+# Run inside the new user, PID and mount namespaces, before the submission: hide the grading
+# work folder (every submission's run folder, judge socket and events) behind a tmpfs, bind
+# this submission's own run folder back at its path, give it a /dev/shm of its own, then run
+# the command with no capabilities and no way to gain any (so it cannot unmount the tmpfs).
+NAMESPACE_SCRIPT = r"""set -e
+work="$1"; box="$2"; net="$3"; shift 3
+if [ "$net" = net ]; then ip link set lo up; fi
+cd "$box"
+mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$work"
+mkdir -p "$box"
+mount --bind --no-canonicalize . "$box"
+cd "$box"
+mount -t tmpfs -o mode=1777 krr-grade-shm /dev/shm 2>/dev/null || true
+exec setpriv --no-new-privs --bounding-set -all --inh-caps -all -- "$@"
+"""
+NO_NAMESPACES = ("warning: `unshare` (util-linux) cannot create user, PID and mount namespaces "
+                 "here, so the submissions are not isolated from each other: grading one at a "
+                 "time (--jobs 1); a process a notebook detaches from its session and "
+                 "environment can outlive grading")
+_namespaces: bool | None = None  # the probe's answer, once per grader process
+_network = False  # and whether a network namespace (loopback only) works too
+
+
+def namespace_command(work: Path, box: Path, command: list[str],
+                      net: bool | None = None) -> list[str]:
+    """``command`` in new user, PID and mount namespaces in which only ``box`` of ``work`` is
+    visible and nothing has capabilities; every process it starts dies with it. With ``net``
+    (default: when the probe found it works, :func:`namespaces_available`) also a network
+    namespace with only a loopback interface: no network, and no TCP port of another
+    submission's kernel or of the machine (the judge's socket is a file: it still works)."""
+    if net is None:
+        net = bool(namespaces_available()) and _network
+    return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
+            "--mount-proc", "--mount", *(["--net"] if net else []), "--", "sh", "-c",
+            NAMESPACE_SCRIPT, "krr-grade-box", str(work), str(box), "net" if net else "-",
+            *command]
+
+
+PROBE = ('test "$$" = 1 && test ! -e "$0/other" && test -e "$0/run-probe/mine" && '
+         'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && echo krr-namespaces-ok')
+
+
+def _probe_namespaces() -> bool:
+    global _network
+    _network = False
+    if os.environ.get(NAMESPACES_VAR) == "0":
+        return False
+    if shutil.which("ip") and _probe(net=True):
+        _network = True
+        return True
+    return _probe(net=False)
+
+
+def _probe(net: bool) -> bool:
+    if not (shutil.which("unshare") and shutil.which("setpriv") and shutil.which("sh")):
+        return False
+    with tempfile.TemporaryDirectory(prefix="krr-probe-") as d:
+        work = Path(d)
+        (work / "run-probe").mkdir()
+        (work / "run-probe" / "mine").touch()
+        (work / "other").touch()
+        try:
+            proc = subprocess.run(namespace_command(work, work / "run-probe",
+                                                    ["sh", "-c", PROBE, str(work)], net=net),
+                                  capture_output=True, text=True, timeout=60,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return False
+    return proc.returncode == 0 and "krr-namespaces-ok" in proc.stdout
+
+
+def namespaces_available(refresh: bool = False) -> bool:
+    """Whether each ``otter run`` can run in its own namespaces (:func:`namespace_command`):
+    probed once per process (``KRR_GRADE_NAMESPACES=0`` says no)."""
+    global _namespaces
+    if _namespaces is None or refresh:
+        _namespaces = _probe_namespaces()
+    return _namespaces
+
+
+def _prctl():
+    """libc's ``prctl``, loaded before any fork (a ``preexec_fn`` must not import)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+_PRCTL = _prctl()
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """In a child before ``exec``: be killed when ``parent`` (the grader) dies, even if it
+    died already (then the child's parent is no longer ``parent``: exit at once)."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+# every judge and otter run of this grader, killed by :func:`stop_all` (SIGTERM)
+_live: set = set()
+_stopping = False
+
+
+class Stopped(Exception):
+    """Grading was stopped (SIGTERM): no new submission starts."""
+
+
+def stop_all() -> None:
+    """Kill every judge and ``otter run`` (with its session) this grader started, and start no
+    other."""
+    global _stopping
+    _stopping = True
+    for p in list(_live):
+        for kill in (lambda p=p: os.killpg(p.pid, signal.SIGKILL), p.kill):
+            try:
+                kill()
+            except OSError:
+                pass
 
 
 def _kill_tagged(token: str) -> int:
@@ -553,13 +716,22 @@ def _kill_tagged(token: str) -> int:
 
 def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
                cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
-               drop: frozenset = frozenset()) -> dict:
+               drop: frozenset = frozenset(), isolate: bool | None = None) -> dict:
     """One ``otter run`` of a submission in its own session, with limits; killed afterwards.
+    With ``isolate`` (default: :func:`namespaces_available`) it runs in its own namespaces
+    (:func:`namespace_command`): it sees only its own run folder of ``work`` and its own
+    processes, and every process it starts dies with it.
 
     Returns ``{"results": dict | None, "log": str, "events": list, "timed_out": bool}``."""
+    if _stopping:
+        raise Stopped("grading was stopped")
+    if isolate is None:
+        isolate = namespaces_available()
     token = secrets.token_hex(8)
     box = work / f"run-{token}"
     nb_path = _limited_copy(sub, box / "in", chapter, cell_timeout, output_cap, drop)
+    if isolate:  # the rest of work (where a local copy of the zip may be) is hidden
+        autograder = Path(shutil.copy(autograder, box / autograder.name))
     out = box / "out"
     out.mkdir()
     events = box / "events.jsonl"
@@ -569,12 +741,16 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     env.pop("KRR_FULL", None)
     env["PYTHONPATH"] = ""  # the submission imports lib from the autograder's copy
     env["MPLBACKEND"] = "Agg"
+    env["JUPYTER_RUNTIME_DIR"] = str(box / "runtime")  # the kernel's connection file (its key)
     if cache_dir is not None:  # XLA compilations shared between submissions
         env["JAX_COMPILATION_CACHE_DIR"] = str(cache_dir)
         env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
         env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 
+    grader = os.getpid()
+
     def limits():
+        _die_with(grader)
         if memory:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -585,20 +761,38 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     judge = subprocess.Popen(
         [sys.executable, "-I", str(ROOT / "homework" / "judge.py"), str(ROOT),
          str(box / "judge.sock")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=judge_log, env=judge_env, start_new_session=True)
+        stderr=judge_log, env=judge_env, start_new_session=True,
+        preexec_fn=lambda: _die_with(grader))
+    _live.add(judge)
     env[SOCKET_VAR] = str(box / "judge.sock")
+    # otter's temporary files, among them the kernel's connection file with its key (a
+    # process that reads another kernel's key can run code in it): in the run folder
+    (box / "tmp").mkdir()
+    env["TMPDIR"] = str(box / "tmp")
     ready = time.monotonic() + JUDGE_START
     while not (box / "judge.sock").exists() and judge.poll() is None and \
             time.monotonic() < ready:  # its start (JAX) is not charged to a cell's time limit
         time.sleep(0.1)
     log = box / "otter.log"
     timed_out = False
+    command = [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
+               "--no-logo", str(nb_path)]
+    if isolate:
+        command = namespace_command(work, box, command)
     with open(log, "wb") as logf:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
-             "--no-logo", str(nb_path)],
-            cwd=box, env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=limits)
+        try:
+            if _stopping:
+                raise Stopped("grading was stopped")
+            proc = subprocess.Popen(
+                command, cwd=box, env=env, stdout=logf, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=limits)
+        except BaseException:
+            judge.kill()
+            judge.wait()
+            _live.discard(judge)
+            judge_log.close()
+            raise
+        _live.add(proc)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -609,10 +803,12 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
             except ProcessLookupError:
                 pass
             proc.wait()
+            _live.discard(proc)
             _kill_tagged(token)
             judge.kill()  # the notebook is gone: what the judge wrote is final
             written = judge.stdout.read()
             judge.wait()
+            _live.discard(judge)
             judge_log.close()
     results = out / "results.json"
     return {"results": json.loads(results.read_text()) if results.is_file() else None,
@@ -708,7 +904,7 @@ def kernel_died(log: str) -> bool:
 
 def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
               cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
-              table: dict | None = None) -> Row:
+              table: dict | None = None, isolate: bool | None = None) -> Row:
     """Grade one submission with ``otter run`` in its own session, with limits.
 
     A cell stopped by the per-cell limit is named in the notes (with its time). When the kernel
@@ -716,7 +912,7 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
     the status is ``kernel died`` and the other cells' answers keep their points."""
     row = Row(sub.student, str(sub.origin), chapter)
     opts = dict(timeout=timeout, cell_timeout=cell_timeout, memory=memory,
-                output_cap=output_cap, cache_dir=cache_dir)
+                output_cap=output_cap, cache_dir=cache_dir, isolate=isolate)
     start = time.perf_counter()
     run = _otter_run(sub, chapter, autograder, work, **opts)
     notes = []
@@ -973,8 +1169,20 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
     Raises:
         GradeError: no submission, every input unreadable, an unknown chapter or no autograder.
     """
+    import threading
+
+    global _stopping
     out = Path(out)
     work = Path(tempfile.mkdtemp(prefix="krr-grade-"))
+    _stopping = False
+    handler = None
+
+    def on_term(signum, frame):
+        stop_all()  # the judges and the notebooks first, so that the workers return at once
+        raise Stopped(f"grading stopped by signal {signum}: no grades written")
+
+    if threading.current_thread() is threading.main_thread():
+        handler = signal.signal(signal.SIGTERM, on_term)
     try:
         skipped: list[Path] = []
         subs = collect(folder, work, skipped)
@@ -1028,12 +1236,30 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
             if cache_dir:
                 cache_dir.mkdir(parents=True, exist_ok=True)
 
+            isolate = namespaces_available()
+            if not isolate:
+                log(NO_NAMESPACES)
+                jobs = 1
+
             def one(s):
-                row = finish(s, run_local(s, chapter, ag, work, timeout=timeout,
-                                          cell_timeout=cell_timeout,
-                                          memory=int(memory_gb * 2**30),
-                                          output_cap=int(output_mb * 2**20),
-                                          cache_dir=cache_dir, table=table))
+                if _stopping:
+                    raise Stopped("grading was stopped")
+                start = time.perf_counter()
+                try:
+                    row = run_local(s, chapter, ag, work, timeout=timeout,
+                                    cell_timeout=cell_timeout, memory=int(memory_gb * 2**30),
+                                    output_cap=int(output_mb * 2**20), cache_dir=cache_dir,
+                                    table=table, isolate=isolate)
+                except Stopped:
+                    raise
+                except Exception as err:  # noqa: BLE001 (one submission never stops the rest)
+                    if _stopping:
+                        raise Stopped("grading was stopped") from err
+                    row = Row(s.student, str(s.origin), chapter, "error",
+                              notes=f"the grader failed on this submission: "
+                              f"{type(err).__name__}: {str(err)[:300]}",
+                              seconds=time.perf_counter() - start)
+                row = finish(s, row)
                 changed = changed_files(digest, grader_digest())
                 if changed:  # the judge and the checkers come from these files
                     also = " (or a submission graded at the same time)" if jobs > 1 else ""
@@ -1059,6 +1285,10 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
         csv_path = write_outputs(rows, out, questions, points, skipped=skipped)
         return rows, csv_path
     finally:
+        if handler is not None:
+            signal.signal(signal.SIGTERM, handler)
+        stop_all()  # nothing of this run outlives it (a no-op after a normal end)
+        _stopping = False
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -1091,7 +1321,7 @@ def main(argv=None) -> int:
                                cache=not a.no_cache,
                                accept_flagged=[x.strip() for x in a.accept_flagged.split(",")
                                                if x.strip()])
-    except GradeError as err:
+    except (GradeError, Stopped) as err:
         print(f"grade: {err}", file=sys.stderr)
         return 2
     print(f"{len(rows)} submissions -> {csv_path} and {csv_path.parent / 'feedback'}/")

@@ -413,8 +413,10 @@ def ask_judge(request: dict, answer=None, forbid=None, path: str | None = None):
         asarray = jnp.asarray
     except ImportError:  # pragma: no cover
         asarray = None
-    path = path or os.environ.get(SOCKET_VAR) or _start_judge()
-    sock = _connect(path)
+    given = path or os.environ.get(SOCKET_VAR)
+    # the grader starts its judge and waits for the socket before the notebook runs: a missing
+    # socket then means the judge is gone, not starting (no 300 s wait per test)
+    sock = _connect(given, wait=2.0) if given else _connect(_start_judge())
     stream = sock.makefile("rwb")
     try:
         send(stream, request)

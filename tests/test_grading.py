@@ -735,10 +735,10 @@ def test_a_kernel_death_names_the_cell_it_died_in(tmp_path):
 
 @pytest.mark.slow
 def test_assign_and_grade_every_case(tmp_path):
-    from homework.cases import ESCAPE_MARK, write_cases
+    from homework.cases import DETACHED_MARK, ESCAPE_MARK, write_cases
 
     dist = ho.assign(["setup"], tmp_path / "assign", run_tests=False)["setup"]
-    expected = write_cases(dist, tmp_path / "subs")
+    expected = write_cases(dist, tmp_path / "subs", redteam=hg.namespaces_available())
     ag = next((dist / "autograder").glob("*.zip"))
     master = next((dist.parent / "master").glob("*.ipynb")).read_text()
     hidden_seeds = sorted(set(__import__("re").findall(r"env, '[^']*', seed=(\d+)", master)))
@@ -784,11 +784,17 @@ def test_assign_and_grade_every_case(tmp_path):
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if ESCAPE_MARK.encode() in (d / "cmdline").read_bytes():
-                    leftovers.append(d.name)
+                cmdline = (d / "cmdline").read_bytes()
             except OSError:
-                pass
+                continue
+            if ESCAPE_MARK.encode() in cmdline or DETACHED_MARK.encode() in cmdline:
+                leftovers.append(d.name)
     assert not leftovers, leftovers
+    # redteam16: the proxy and the saboteur ran but found no other submission's judge
+    if hg.namespaces_available():
+        red = (tmp_path / "krr-redteam16.log").read_text()
+        assert "proxy start" in red and "saboteur start" in red, red
+        assert "proxy in front of" not in red and "saboteur killed" not in red, red
     assert os.path.getsize(csv_path) > 0
     # the seven cheats: nothing unpickled, the disk cheat's tests never reached the judge
     assert not (tmp_path / "krr-unpickled-mark").exists()
@@ -810,3 +816,300 @@ def test_docker_arguments_parse_with_otter_grade(tmp_path):
     assert ctx.params["autograder"] == str(tmp_path / "ag.zip")
     assert ctx.params["timeout"] == 600 and ctx.params["containers"] == 2
     assert ctx.params["no_network"] is True
+
+
+# --------------------------------------------------------------------------------------------
+# Robustness and isolation of the local path (redteam16: attacks 1, 5, 6, 8, 9)
+# --------------------------------------------------------------------------------------------
+
+
+def test_forged_event_records_are_dropped_not_fatal(tmp_path):
+    """Attack 9: the events file is written inside the kernel; a record the limits cell never
+    writes is dropped (it crashed the whole run: no CSV for anyone)."""
+    path = tmp_path / "events.jsonl"
+    good = [{"event": "start", "cell": "code cell 2 (`x = 1`)"},
+            {"event": "interrupted", "cell": "code cell 2 (`x = 1`)", "seconds": 61.5,
+             "limit": 60},
+            {"event": "end", "cell": "code cell 2 (`x = 1`)"}]
+    bad = [{"event": "interrupted", "cell": "code cell 1", "seconds": "boom"},
+           {"event": "interrupted", "cell": ["a list"], "seconds": 1.0},
+           {"event": "interrupted", "cell": "c", "seconds": float("nan")},
+           {"event": "interrupted", "cell": "c", "seconds": True},
+           {"event": "interrupted", "cell": "c"},
+           {"event": "start", "cell": "x" * 10**4},
+           {"event": "start", "cell": ""},
+           {"event": "started", "cell": "c"},
+           ["start", "c"], "start", 3]
+    lines = [json.dumps(r) for r in bad[:2] + good[:1] + bad[2:] + good[1:]]
+    path.write_text("\n".join(lines + ['{"event": "end", "cell": ', "NaN", "[" * 10**5]) + "\n")
+    events = hg.read_events(path)
+    assert events == [good[0], {"event": "interrupted", "cell": "code cell 2 (`x = 1`)",
+                                "seconds": 61.5}, good[2]]
+    assert hg.interrupted_cells(events) == [("code cell 2 (`x = 1`)", 61.5)]
+    assert hg.running_cell(events) is None
+
+
+def _two_submissions(tmp_path, names=("ann", "ben")):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in names:
+        (subs / f"{name}.ipynb").write_text(json.dumps(_nb()))
+    ag = tmp_path / "ag.zip"
+    with zipfile.ZipFile(ag, "w") as z:
+        z.writestr("tests/q.py", "points = 1\nverify('setup/symmetrize', env, 'f', seed=5)\n")
+    return subs, ag
+
+
+def test_one_submissions_failure_is_its_own_error_row(tmp_path, monkeypatch):
+    subs, ag = _two_submissions(tmp_path)
+
+    def run_local(sub, chapter, *args, **kwargs):
+        if sub.student == "ann":
+            raise ValueError("could not convert string to float: 'boom'")
+        return hg.Row(sub.student, str(sub.origin), chapter, scores={"q": (1.0, 1.0)})
+
+    monkeypatch.setattr(hg, "run_local", run_local)
+    monkeypatch.setattr(hg, "_namespaces", True)
+    rows, csv_path = hg.grade(subs, out=tmp_path / "out", autograder=ag, docker="no",
+                              cache=False, jobs=2, log=lambda *a: None)
+    got = {r.student: r for r in rows}
+    assert got["ann"].status == "error" and "ValueError: could not convert" in got["ann"].notes
+    assert got["ben"].status == "graded" and got["ben"].total == 1.0
+    assert "ann" in csv_path.read_text()
+
+
+def test_without_namespaces_a_warning_and_one_submission_at_a_time(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    subs, ag = _two_submissions(tmp_path, ("ann", "ben", "cy"))
+    monkeypatch.setenv(hg.NAMESPACES_VAR, "0")
+    monkeypatch.setattr(hg, "_namespaces", None)
+    assert hg.namespaces_available() is False  # probed, then cached
+    monkeypatch.delenv(hg.NAMESPACES_VAR)
+    assert hg.namespaces_available() is False
+    running, most, seen = [0], [0], []
+    lock = threading.Lock()
+
+    def run_local(sub, chapter, *args, isolate=None, **kwargs):
+        seen.append(isolate)
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return hg.Row(sub.student, str(sub.origin), chapter)
+
+    monkeypatch.setattr(hg, "run_local", run_local)
+    logged = []
+    hg.grade(subs, out=tmp_path / "out", autograder=ag, docker="no", cache=False, jobs=3,
+             log=logged.append)
+    assert logged[0] == hg.NO_NAMESPACES and most[0] == 1 and seen == [False] * 3
+
+
+needs_namespaces = pytest.mark.skipif(
+    not hg.namespaces_available(), reason="unshare cannot create user, PID and mount namespaces")
+
+
+@needs_namespaces
+def test_the_namespace_probe_says_yes_here():
+    assert hg._probe_namespaces() is True
+
+
+INSIDE = r'''
+import asyncio, json, os, signal, socket, sys
+work, mine, other, judge_pid, port = sys.argv[1:6]
+mark = os.environ["KRR_TEST_MARK"]
+out = {"listing": sorted(os.listdir(work)), "pid": os.getpid()}
+try:
+    os.rename(os.path.join(other, "judge.sock"), os.path.join(other, "x.sock"))
+    out["rename"] = "done"
+except OSError as e:
+    out["rename"] = type(e).__name__
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(os.path.join(other, "judge.sock"))
+    out["connect"] = "done"
+except OSError as e:
+    out["connect"] = type(e).__name__
+try:
+    socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
+    out["tcp"] = "done"
+except OSError as e:
+    out["tcp"] = type(e).__name__
+out["judge_seen"] = any(mark.encode() in open(f"/proc/{d}/cmdline", "rb").read()
+                        for d in os.listdir("/proc") if d.isdigit())
+try:
+    os.kill(int(judge_pid), signal.SIGKILL)
+    out["kill"] = "done"
+except OSError as e:
+    out["kill"] = type(e).__name__
+out["umount"] = os.system(f"umount {work} 2>/dev/null")
+out["listing_after"] = sorted(os.listdir(work))
+try:
+    bytearray(3 * 2**30)
+    out["memory"] = "allocated"
+except MemoryError:
+    out["memory"] = "MemoryError"
+async def go():  # attack 6: detached, no token in its environment, a session of its own
+    await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import time; time.sleep(600)  # " + mark + "-child",
+        env={"PATH": os.environ.get("PATH", "")}, start_new_session=True,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL)
+asyncio.run(go())
+print(json.dumps(out))
+'''
+
+
+def _marked(mark):
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if mark.encode() in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+@needs_namespaces
+def test_a_submission_in_its_namespaces_cannot_reach_another_and_leaves_nothing(tmp_path):
+    """Attacks 1, 5 and 6 in miniature: inside the namespaces of its run folder, a process
+    cannot list, rename or connect to another run folder's judge socket, cannot see or kill
+    that judge, cannot unmount what hides them; the memory limit holds; a child it detaches
+    (clean environment, own session) dies with it."""
+    import resource
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    mark = f"krr-test-judge-{os.getpid()}"
+    work = tmp_path / "krr-grade-x"
+    mine, other = work / "run-a", work / "run-b"
+    mine.mkdir(parents=True)
+    other.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(other / "judge.sock"))
+    server.listen(1)
+    judge = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(300)  # {mark}"])
+    tcp = socket.socket()  # a port of the machine (another kernel's, say)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(1)
+    script = mine / "inside.py"
+    script.write_text(INSIDE)
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+    try:
+        start = time.perf_counter()
+        proc = subprocess.run(hg.namespace_command(work, mine, [
+            sys.executable, str(script), str(work), str(mine), str(other), str(judge.pid),
+            str(tcp.getsockname()[1])]),
+            capture_output=True, text=True, timeout=120, preexec_fn=limits, cwd=mine,
+            env={**os.environ, "KRR_TEST_MARK": mark})
+        seconds = time.perf_counter() - start
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert out["listing"] == ["run-a"] and out["listing_after"] == ["run-a"]
+        assert out["rename"] == "FileNotFoundError" and out["connect"] == "FileNotFoundError"
+        assert out["judge_seen"] is False and out["kill"] == "ProcessLookupError"
+        assert out["umount"] != 0 and out["memory"] == "MemoryError"
+        assert out["pid"] < 100  # its own PID namespace
+        assert out["tcp"] == ("ConnectionRefusedError" if hg._network else "done")
+        assert judge.poll() is None and (other / "judge.sock").exists()
+        time.sleep(0.5)
+        assert _marked(f"{mark}-child") == []  # the detached child died with the namespace
+        assert seconds < 30
+    finally:
+        judge.kill()
+        judge.wait()
+        server.close()
+        tcp.close()
+        for pid in _marked(f"{mark}-child"):
+            os.kill(pid, 9)
+
+
+def test_a_child_dies_with_the_grader_even_one_that_died_first(tmp_path):
+    """Attack 8: the judge is started with PR_SET_PDEATHSIG, and exits at once when the grader
+    is gone before that took effect."""
+    import subprocess
+    import sys
+    import time
+
+    mark = f"krr-test-orphan-{os.getpid()}"  # built in the scripts: not in their own argv
+    grader = subprocess.Popen([sys.executable, "-c", f"""
+import os, subprocess, sys, time
+sys.path.insert(0, {str(ROOT)!r})
+import homework.grade as hg
+me = os.getpid()
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # krr-test-orphan-"
+                  + {str(os.getpid())!r}], start_new_session=True,
+                 preexec_fn=lambda: hg._die_with(me))
+print("started", flush=True)
+time.sleep(300)
+"""], stdout=subprocess.PIPE, text=True)
+    assert grader.stdout.readline().strip() == "started"
+    assert len(_marked(mark)) == 1
+    grader.kill()
+    grader.wait()
+    for _ in range(50):
+        if not _marked(mark):
+            break
+        time.sleep(0.1)
+    assert _marked(mark) == []
+    late = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: hg._die_with(os.getpid() + 1))
+    assert late.wait(timeout=10) == 1
+
+
+def test_sigterm_stops_grading_and_cleans_up(tmp_path):
+    """Attack 8: a grader stopped with SIGTERM kills its judges and notebooks and removes its
+    work folder."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    subs, ag = _two_submissions(tmp_path)
+    mark = f"krr-test-term-{os.getpid()}"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", f"""
+import subprocess, sys
+sys.path.insert(0, {str(ROOT)!r})
+import homework.grade as hg
+def run_local(sub, chapter, work, *args, **kwargs):
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # "
+                          + "krr-test-term-" + {str(os.getpid())!r}], start_new_session=True)
+    hg._live.add(p)
+    p.wait()
+    return hg.Row(sub.student, str(sub.origin), chapter)
+hg.run_local = lambda s, c, ag, work, **k: run_local(s, c, work)
+hg._namespaces = True
+sys.exit(hg.main([{str(subs)!r}, "--autograder", {str(ag)!r}, "--docker", "no",
+                  "--no-cache", "--out", {str(tmp_path / "out")!r}]))
+"""], env={**os.environ, "TMPDIR": str(tmp)}, stderr=subprocess.PIPE, text=True)
+    for _ in range(300):
+        if _marked(mark):
+            break
+        time.sleep(0.1)
+    assert len(_marked(mark)) == 1 and len(list(tmp.glob("krr-grade-*"))) == 1
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 2
+    assert "stopped by signal" in proc.stderr.read()
+    time.sleep(0.3)
+    assert _marked(mark) == [] and list(tmp.glob("krr-grade-*")) == []
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_a_missing_judge_socket_fails_at_once(tmp_path):
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(AssertionError, match="judge does not answer"):
+        hidden.ask_judge({"op": "test"}, path=str(tmp_path / "gone.sock"))
+    assert time.monotonic() - start < 10
