@@ -1,6 +1,6 @@
 r"""Lazy training: train a scaled model :math:`\alpha h(\theta)` and measure how lazy it was.
 
-Chizat, Oyallon & Bach (2019, Sec. 2) and Chizat & Bach (2020, blog Sec. 6) study gradient
+Chizat, Oyallon & Bach (2019, Sec. 2) and Chizat (2020, blog Sec. 6) study gradient
 descent on :math:`L_\alpha(\theta) = R(\alpha h(\theta))` with step :math:`\eta/\alpha^2`:
 
 .. math::

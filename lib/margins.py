@@ -2,8 +2,8 @@ r"""Margins of classifiers and the max-margin references of the F1/F2 chapter.
 
 Gradient descent on an unregularized exponential (or logistic) loss over separable data
 drives the parameters to infinity; what converges is the *direction* of the predictor, and
-its limit is a max-margin classifier whose norm depends on what is trained (Chizat & Bach
-2020, blog Secs. 2-5 and the main theorem of the COLT paper):
+its limit is a max-margin classifier whose norm depends on what is trained (Chizat 2020,
+blog Secs. 2-5, and the main theorem of Chizat & Bach 2020):
 
 * a linear model, or the output layer of a network with frozen hidden weights, converges to
   the :math:`\ell_2` (kernel, :math:`\mathcal F_2`) max-margin classifier
@@ -49,7 +49,7 @@ def smoothed_margin(margins, beta: float = 1.0):
     r"""Smoothed margin :math:`F_\beta = -\frac1\beta \log\big(\frac1n\sum_i e^{-\beta z_i}\big)`.
 
     With :math:`z_i = y_i f(x_i)` the margins of a classifier on ``n`` points, this is minus
-    the log of the exponential loss at scale :math:`\beta` (Chizat & Bach 2020, blog eq. (5)),
+    the log of the exponential loss at scale :math:`\beta` (Chizat 2020, blog eq. (5)),
     and it is sandwiched by the hard margin:
 
     .. math:: \min_i z_i \le F_\beta \le \min_i z_i + \frac{\log n}{\beta}.
@@ -158,7 +158,7 @@ def f1_path_norm(params, output_scale: float = 1.0):
 
     For :math:`h(x) = \frac{s}{m}\sum_j a_j (b_j^\top x)_+` (:func:`lib.two_layer`), writing each
     unit as :math:`a_j\|b_j\|\,(\theta_j^\top x)_+` with :math:`\theta_j = b_j/\|b_j\|` shows that
-    ``h`` has a representation in Chizat & Bach's eq. (4) of total mass equal to this number,
+    ``h`` has a representation in eq. (4) of Chizat (2020, blog) of total mass equal to this number,
     so it bounds the variation norm: :math:`\|h\|_{\mathcal F_1} \le` path norm (with equality
     for the best representation). By the AM-GM inequality it is at most
     :math:`\frac{s}{2m}\sum_j (a_j^2 + \|b_j\|^2)`, with equality for balanced units.
@@ -292,7 +292,7 @@ def kernel_max_margin(K, y) -> KernelMaxMargin:
     ball, :math:`\max_{\|h\|_K\le1}\min_i y_i h(x_i)`, is :math:`1/\|h\|_K`. With
     :math:`K = \Phi\Phi^\top` for features :math:`\Phi` this is the :math:`\ell_2` max-margin
     of :func:`lib.convex.max_margin` on :math:`\Phi`; with the random-feature or tangent
-    kernel of a network it is the limit of training the output layer only (Chizat & Bach 2020,
+    kernel of a network it is the limit of training the output layer only (Chizat 2020,
     blog Sec. 3) or of the lazy regime (Sec. 6).
 
     Args:
@@ -383,7 +383,7 @@ def simplex_max_margin(X, y):
     The linear program :math:`\max \gamma` s.t. :math:`y_i x_i^\top a \ge \gamma`,
     :math:`a \ge 0`, :math:`\sum_k a_k = 1`, solved with cvxpy (Clarabel). It is the limit of
     the normalized predictor :math:`r\odot r/\|r\|^2` of the 2-homogeneous linear model
-    trained by gradient flow on the exponential loss (Chizat & Bach 2020, blog Sec. 4). The
+    trained by gradient flow on the exponential loss (Chizat 2020, blog Sec. 4). The
     value may be negative (no nonnegative separator); it is returned all the same.
 
     Args:
@@ -484,7 +484,7 @@ def dictionary_f1_max_margin(X, y, directions):
     :math:`\max \min_i y_i \sum_k r_k(\theta_k^\top x_i)_+` s.t. :math:`\sum_k|r_k| \le 1`, an
     :math:`\ell_1` max-margin problem on the ReLU features (via :func:`lib.convex.max_margin`
     with ``p = 1``). Every feasible ``r`` defines a predictor of variation norm at most 1
-    (Chizat & Bach 2020, blog eq. (4), with the uniform measure replaced by atoms), so the
+    (Chizat 2020, blog eq. (4), with the uniform measure replaced by atoms), so the
     value is a lower bound on the :math:`\mathcal F_1` max-margin, and it converges to it as
     the dictionary becomes dense on the sphere.
 
@@ -559,7 +559,7 @@ def compress_radius(points):
     r"""Map points of :math:`\mathbb R^d` into the unit ball by
     :math:`p \mapsto \tanh(\|p\|)\, p/\|p\|`.
 
-    This is how Chizat & Bach (2020, blog Secs. 2-5) draw diverging trajectories: the
+    This is how Chizat (2020, blog Secs. 2-5) draws diverging trajectories: the
     direction is kept, the radius is compressed, and the unit sphere stands for the directions
     at infinity. The map is continuous, with 0 sent to 0.
 
@@ -623,7 +623,7 @@ def _compress_np(P):
 
 
 def neuron_positions(params, scale: float = 1.0):
-    r"""Where Chizat & Bach draw each neuron: :math:`|a_j| b_j`, radius compressed by tanh.
+    r"""Where Chizat's blog (2020) draws each neuron: :math:`|a_j| b_j`, radius compressed by tanh.
 
     A unit :math:`a_j(b_j^\top x)_+` is drawn at :math:`\mathrm{compress}(|a_j| b_j / c)`
     (:func:`compress_radius`), coloured by the sign of :math:`a_j`. Its direction is the

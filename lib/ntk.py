@@ -194,7 +194,7 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     uniform on the sphere :math:`\mathbb{S}^{d-1}` and :math:`|a_j| = \kappa` (the
     initialization of :func:`lib.init_two_layer` with ``output_scale=sqrt(m)``), the empirical
     tangent kernel converges as :math:`m \to \infty` to (Jacot et al. 2018, Theorem 1;
-    Chizat & Bach 2020, blog Sec. 6)
+    Chizat 2020, blog Sec. 6)
 
     .. math::
         K_\kappa(x, x') = \frac{\|x\|\,\|x'\|}{2\pi d}\,\big(\sin\varphi

@@ -5,7 +5,7 @@ r"""Two-layer ReLU networks, the model of the lazy-training, F1/F2 and parity ch
     \qquad \theta = (a, B),\ a \in \mathbb{R}^m,
     \ B = (b_1, \dots, b_m)^\top \in \mathbb{R}^{m\times d}.
 
-The output scale ``s`` selects the regime (Chizat & Bach 2020, blog Sec. 6; Chizat, Oyallon &
+The output scale ``s`` selects the regime (Chizat 2020, blog Sec. 6; Chizat, Oyallon &
 Bach 2019): ``s = 1`` is the mean-field scaling :math:`1/m`, ``s = sqrt(m)`` the NTK scaling
 :math:`1/\sqrt m`, and any larger ``s`` multiplies the model by :math:`\alpha = s`, which is the
 lazy-training scaling. A bias is added by appending a constant coordinate to ``x``.
