@@ -1568,8 +1568,11 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     :math:`\alpha` run in one compiled batch from :math:`u_\pm = \alpha\mathbf 1`. The accuracy
     range is cut into levels with ratio at most ``max_ratio``; on each level the step is
     ``step`` divided by a bound on the curvature of :math:`\log L`,
-    :math:`D^2 \|u\|_\infty^{2D-2}\max_n\|x_n\|^2 + D(D-1)\|u\|_\infty^{D-2}\max_n\|x_n\|`. A
-    scalar change of step only reparametrizes time, so the path follows the same gradient flow.
+    :math:`D^2 \|u\|_\infty^{2D-2}\max_n\|x_n\|^2 + D(D-1)\|u\|_\infty^{D-2}\max_n\|x_n\|`,
+    taken where the level starts. A level after which that step exceeds 2 / (the bound where
+    it ended) (the scale grew during the level: small :math:`\alpha` with D >= 3) is run again
+    in chunks, the step recomputed before each. A scalar change of step only reparametrizes
+    time, so the path follows the same gradient flow.
 
     Args:
         X: ``(N, d)`` inputs; y: ``(N,)`` labels in {-1, +1}; data separable.
@@ -1641,30 +1644,70 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     A_batch = jnp.broadcast_to(A, (B,) + A.shape)
     steps_total, time_total = np.zeros(B, dtype=np.int64), np.zeros(B)
     out = {k: [] for k in ("w", "log_loss", "steps", "times")}
-    for level in levels:
-        umax = np.maximum(np.max(np.abs(np.asarray(params["w_plus"])), 1),
-                          np.max(np.abs(np.asarray(params["w_minus"])), 1))
-        with np.errstate(over="ignore", divide="ignore"):
-            curv = depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
+    def curvature(p):
+        """The curvature bound of log L at p (one per run)."""
+        umax = np.maximum(np.max(np.abs(np.asarray(p["w_plus"])), 1),
+                          np.max(np.abs(np.asarray(p["w_minus"])), 1))
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
                 + depth * (depth - 1) * umax ** (depth - 2) * xmax
-            eta = step / curv
+
+    def run(p, num_steps, level):
+        with np.errstate(over="ignore", divide="ignore"):
+            eta = step / curvature(p)
         if not np.all(np.isfinite(eta) & (eta > 0)):
             k = int(np.flatnonzero(~(np.isfinite(eta) & (eta > 0)))[0])
             raise ValueError(
                 f"the curvature bound of log L overflows float64 (alpha={alphas[k]:.3e}, "
                 f"max ||x_n|| = {xmax:.3e}, depth={depth}): rescale X or alpha")
         traj = flows.gradient_descent_sweep(
-            loss, params, step_size=eta, num_steps=max_steps,
-            snapshots=np.array([max_steps]), target=-float(level), normalized=True,
+            loss, p, step_size=eta, num_steps=num_steps,
+            snapshots=np.array([num_steps]), target=-float(level), normalized=True,
             log_domain=True, loss_args=A_batch, progress=False)
-        if not np.all(traj.converged):
-            k = int(np.flatnonzero(~np.asarray(traj.converged))[0])
-            raise RuntimeError(
-                f"exponential_loss_path: log L = {float(traj.losses[k, -1]):.4g} still above "
-                f"-{level:.4g} after {max_steps} steps (alpha={alphas[k]}, depth={depth})")
-        params = traj.final
-        steps_total = steps_total + np.asarray(traj.num_steps)
-        time_total = time_total + np.asarray(traj.num_steps) * eta
+        # the step must stay below 2 / (curvature bound) where the run ends too: when the scale
+        # grew during the run (small alpha, D >= 3: u grows from alpha to O(1)), a step fixed
+        # at the start can exceed it and the iterates leave the gradient flow
+        with np.errstate(over="ignore", invalid="ignore"):
+            stable = bool(np.all(curvature(traj.final) * eta <= 2.0))
+        return traj, eta, stable
+
+    def too_slow(losses, k, level, taken):
+        return RuntimeError(
+            f"exponential_loss_path: log L = {float(losses[k, -1]):.4g} still above "
+            f"-{level:.4g} after {taken} steps (alpha={alphas[k]}, depth={depth})")
+
+    for level in levels:
+        traj, eta, stable = run(params, max_steps, level)
+        if stable:
+            if not np.all(traj.converged):
+                k = int(np.flatnonzero(~np.asarray(traj.converged))[0])
+                raise too_slow(traj.losses, k, level, max_steps)
+            params = traj.final
+            steps_total = steps_total + np.asarray(traj.num_steps)
+            time_total = time_total + np.asarray(traj.num_steps) * eta
+        else:
+            # redo the level in chunks, the step recomputed from the curvature bound before
+            # each; a chunk after which the step exceeds 2 / curvature is redone at half length
+            chunk, taken = 1024, np.zeros(B, dtype=np.int64)
+            while True:
+                traj, eta, stable = run(params, chunk, level)
+                if not stable:
+                    if chunk == 1:
+                        raise RuntimeError(
+                            f"exponential_loss_path: one step at the curvature bound exceeds "
+                            f"the stability limit (alpha={alphas}, depth={depth})")
+                    chunk //= 2
+                    continue
+                params = traj.final
+                taken = taken + np.asarray(traj.num_steps)
+                steps_total = steps_total + np.asarray(traj.num_steps)
+                time_total = time_total + np.asarray(traj.num_steps) * eta
+                if np.all(traj.converged):
+                    break
+                if taken.max() >= max_steps:
+                    k = int(np.flatnonzero(~np.asarray(traj.converged))[0])
+                    raise too_slow(traj.losses, k, level, int(taken[k]))
+                chunk = min(2 * chunk, 1 << 16)
         if np.any(np.isclose(level, acc, rtol=1e-12)):
             out["w"].append(np.asarray(_beta_stable(params["w_plus"], params["w_minus"],
                                                     depth)))

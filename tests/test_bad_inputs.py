@@ -1489,3 +1489,47 @@ def test_dictionary_max_margin_blames_the_features_not_the_data():
 def test_value_checking_helpers_refuse_tracers_by_name(call):
     with pytest.raises(ValueError, match="must be a concrete array"):
         call()
+
+
+# ---- breaker round 8 ----------------------------------------------------------------------
+
+def _exp_flow_reference(X, y, alpha, depth, log_loss):
+    """The normalized flow du/dt = -grad log L from u = alpha 1, integrated by scipy (LSODA)
+    until log L = log_loss; returns w = u_+^D - u_-^D there (independent of lib)."""
+    from scipy.integrate import solve_ivp
+    from scipy.special import logsumexp
+
+    A, d = y[:, None] * X, X.shape[1]
+
+    def logl(u):
+        w = u[:d] ** depth - u[d:] ** depth
+        return logsumexp(-A @ w) - np.log(len(y))
+
+    def field(_, u):
+        w = u[:d] ** depth - u[d:] ** depth
+        z = -A @ w
+        g = -A.T @ np.exp(z - logsumexp(z))
+        return -np.concatenate([g * depth * u[:d] ** (depth - 1),
+                                -g * depth * u[d:] ** (depth - 1)])
+
+    def hit(_, u):
+        return logl(u) - log_loss
+    hit.terminal = True
+    sol = solve_ivp(field, [0, 1e30], np.full(2 * d, alpha), method="LSODA", rtol=1e-11,
+                    atol=1e-30, events=hit)
+    u = sol.y[:, -1]
+    return u[:d] ** depth - u[d:] ** depth
+
+
+@pytest.mark.parametrize(("alpha", "depth"), [(1e-6, 4), (1e-4, 4), (1e-6, 3)])
+def test_exponential_loss_path_follows_the_flow_at_small_scale_and_depth(alpha, depth):
+    # the step fixed from the scale at a level's start overshot as u grew from alpha to O(1):
+    # margins of 1e41 were returned for (1e-6, 4); now the step is recomputed when it exceeds
+    # 2 / curvature bound at the end of a level
+    X = np.array([[1.0, 2.0], [2.0, 0.5], [-1.0, 1.5]])
+    y = np.ones(3)
+    run = diagonal.exponential_loss_path(X, y, alpha, depth, accuracies=[2.0])
+    w = _exp_flow_reference(X, y, alpha, depth, float(run.log_loss[0]))
+    margin = np.min((y[:, None] * X) @ w)
+    assert float(run.margin[0]) == pytest.approx(margin, rel=2e-3)
+    np.testing.assert_allclose(run[2][0], w / margin, rtol=0.5)   # tiny coordinate: O(step)
