@@ -434,14 +434,15 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True) -> d
     _set_answer(nb, "ntk_linear_two_layer", JACREV_DEFAULT)
     put("cheat_jacrev_default", nb, {**FULL, NTK: 2.0})
 
-    # round 16's red team (before: 8/8 each). Forged requests: the grader's plan refuses the
-    # made-up source (gd 0) but the own-code point of ntk stays forged (decided in the kernel:
-    # 5, where the same answers without the cell get 4)
+    # round 16's red team (before: 8/8 each). Forged requests: each key also reached the judge
+    # from the genuine hidden test, so every key was requested twice: 0 ("more than once").
+    # (Had the genuine tests been kept away, the grader's source would still fail gd, but the
+    # own-code point of ntk, decided in the kernel, could be forged: 5.)
     nb = copy.deepcopy(solved)
     _set_answer(nb, "ntk_linear_two_layer", USES_LIB)
     _set_answer(nb, "gd_least_squares", GD_LOOP)
     nb["cells"].append(_code(FORGE))
-    put("attack_forge", nb, {**FULL, GD: 0.0})
+    put("attack_forge", nb, ZERO)
     nb = copy.deepcopy(solved)
     _set_answer(nb, "gd_least_squares", WRAPS_GD)
     put("attack_wraps", nb, {**FULL, GD: 0.0})  # the grader's source has the loop
