@@ -319,11 +319,11 @@ while time.time() < end and os.path.isdir(work):
 '''
 # the protocol (homework/hidden.py) read from the autograder zip, found on the command line of
 # an ancestor (otter run -a ZIP)
-PROXY_CELL = '''\
-import os, tempfile, zipfile
+# the autograder zip's path, read from the command line of an ancestor (otter run -a ZIP)
+ZIP_FINDER = '''\
 def _ancestors():
     pid = os.getpid()
-    while pid > 0:
+    while pid > 1:
         yield pid
         with open(f"/proc/{pid}/stat") as f:
             pid = int(f.read().rsplit(")", 1)[1].split()[1])
@@ -332,6 +332,10 @@ def _zip_path():
         args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
         if b"-a" in args:
             return args[args.index(b"-a") + 1].decode()
+'''
+PROXY_CELL = '''\
+import os, tempfile, zipfile
+''' + ZIP_FINDER + '''\
 _tmp = tempfile.mkdtemp()
 with zipfile.ZipFile(_zip_path()) as _z, open(os.path.join(_tmp, "proto.py"), "wb") as _f:
     _f.write(_z.read(next(n for n in _z.namelist() if n.endswith("homework/hidden.py"))))
@@ -383,17 +387,7 @@ def gd_least_squares(X, y, eta, k):
 # forbidden names), then point the genuine hidden tests at nothing
 FORGE = """\
 import os, re, runpy, tempfile, zipfile
-def _ancestors():
-    pid = os.getpid()
-    while pid > 1:
-        yield pid
-        with open(f"/proc/{pid}/stat") as f:
-            pid = int(f.read().rsplit(")", 1)[1].split()[1])
-def _zip_path():
-    for pid in _ancestors():
-        args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
-        if b"-a" in args:
-            return args[args.index(b"-a") + 1].decode()
+""" + ZIP_FINDER + """\
 _tests = []
 with zipfile.ZipFile(_zip_path()) as _z:
     for _n in _z.namelist():

@@ -881,11 +881,11 @@ def read_verdicts(written: bytes) -> dict[str, tuple[bool, str]]:
     return verdicts
 
 
-def hidden_answers(autograder: Path) -> dict[str, str]:
-    """exercise -> the answer's name in the notebook (the third argument of ``verify(...)``)."""
+def _verify_calls(autograder: Path):
+    """``(test file name, call node)`` for every ``verify(...)`` call of the autograder zip's
+    test files (``tests/*.py``, parsed with ``ast``; files that do not parse are skipped)."""
     import ast
 
-    found: dict[str, str] = {}
     with zipfile.ZipFile(autograder) as z:
         for n in sorted(z.namelist()):
             if not (n.startswith("tests/") and n.endswith(".py")):
@@ -895,10 +895,19 @@ def hidden_answers(autograder: Path) -> dict[str, str]:
             except SyntaxError:
                 continue
             for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "verify" \
-                        and len(node.args) >= 3 and all(isinstance(a, ast.Constant)
-                                                        for a in (node.args[0], node.args[2])):
-                    found[str(node.args[0].value)] = str(node.args[2].value)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "verify":
+                    yield n, node
+
+
+def hidden_answers(autograder: Path) -> dict[str, str]:
+    """exercise -> the answer's name in the notebook (the third argument of ``verify(...)``)."""
+    import ast
+
+    found: dict[str, str] = {}
+    for _, node in _verify_calls(autograder):
+        if len(node.args) >= 3 and all(isinstance(a, ast.Constant)
+                                       for a in (node.args[0], node.args[2])):
+            found[str(node.args[0].value)] = str(node.args[2].value)
     return found
 
 
@@ -980,26 +989,15 @@ def hidden_tests(autograder: Path) -> dict[str, list[str]]:
     the own-code test, ``value`` otherwise)."""
     import ast
 
-    table: dict[str, list[str]] = {}
-    with zipfile.ZipFile(autograder) as z:
-        for n in sorted(z.namelist()):
-            if not (n.startswith("tests/") and n.endswith(".py")):
-                continue
-            try:
-                tree = ast.parse(z.read(n).decode(errors="replace"))
-            except SyntaxError:
-                continue
-            keys = []
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "verify" \
-                        and node.args and isinstance(node.args[0], ast.Constant):
-                    kw = {k.arg: k.value for k in node.keywords}
-                    if isinstance(kw.get("seed"), ast.Constant):
-                        keys.append((node.lineno, f"{node.args[0].value}|{kw['seed'].value}|"
-                                     f"{'own' if 'forbid' in kw else 'value'}"))
-            if keys:
-                table[Path(n).stem] = [k for _, k in sorted(keys)]
-    return table
+    keys: dict[str, list[tuple[int, str]]] = {}
+    for n, node in _verify_calls(autograder):
+        if node.args and isinstance(node.args[0], ast.Constant):
+            kw = {k.arg: k.value for k in node.keywords}
+            if isinstance(kw.get("seed"), ast.Constant):
+                keys.setdefault(Path(n).stem, []).append(
+                    (node.lineno, f"{node.args[0].value}|{kw['seed'].value}|"
+                                  f"{'own' if 'forbid' in kw else 'value'}"))
+    return {q: [k for _, k in sorted(found)] for q, found in keys.items()}
 
 
 NO_VERDICT = ("this test never reached the grader's judge (the notebook stopped it or changed "
