@@ -323,7 +323,7 @@ while time.time() < end and os.path.isdir(work):
 ZIP_FINDER = '''\
 def _ancestors():
     pid = os.getpid()
-    while pid > 1:
+    while pid > 0:
         yield pid
         with open(f"/proc/{pid}/stat") as f:
             pid = int(f.read().rsplit(")", 1)[1].split()[1])
