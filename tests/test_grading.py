@@ -266,9 +266,9 @@ def test_the_wire_format_round_trips_values_and_refuses_objects():
             hidden.decode(bad)
 
 
-@pytest.fixture
-def judge(tmp_path):
-    """A judge started as make grade starts it: its socket, and its stdout (the verdicts)."""
+def _started_judge(tmp_path, plan=None):
+    """A judge started as make grade starts it, ``plan`` (if any) written to its stdin: its
+    socket and its process (whose stdout holds the verdicts); wait until it listens."""
     import subprocess
     import sys
     import time
@@ -276,12 +276,22 @@ def judge(tmp_path):
     sock = tmp_path / "judge.sock"
     proc = subprocess.Popen([sys.executable, "-I", str(ROOT / "homework" / "judge.py"),
                              str(ROOT), str(sock)], stdout=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.PIPE if plan else subprocess.DEVNULL)
+    if plan:
+        proc.stdin.write(json.dumps(plan).encode())
+        proc.stdin.close()
     for _ in range(600):
         if sock.exists():
             break
         time.sleep(0.2)
-    yield str(sock), proc
+    return str(sock), proc
+
+
+@pytest.fixture
+def judge(tmp_path):
+    """A judge started as make grade starts it: its socket, and its stdout (the verdicts)."""
+    sock, proc = _started_judge(tmp_path)
+    yield sock, proc
     proc.kill()
     proc.wait()
 
@@ -349,26 +359,13 @@ def test_the_judge_runs_the_checker_and_calls_the_kernel_for_each_answer(judge):
 @pytest.fixture
 def planned_judge(tmp_path):
     """A judge started as make grade starts it, with the grader's plan on its stdin."""
-    import subprocess
-    import sys
-    import time
-
-    sock = tmp_path / "judge.sock"
-    proc = subprocess.Popen([sys.executable, "-I", str(ROOT / "homework" / "judge.py"),
-                             str(ROOT), str(sock)], stdout=subprocess.PIPE,
-                            stdin=subprocess.PIPE)
     loop = "def gd_least_squares(X, y, eta, k):\n    for _ in range(k):\n        pass\n"
-    proc.stdin.write(json.dumps({
+    sock, proc = _started_judge(tmp_path, {
         "keys": ["setup/symmetrize|5|value", "setup/symmetrize|6|value",
                  "setup/gd-least-squares|1|value"],
         "sources": {"setup/symmetrize": "def symmetrize(a, B):\n    return a, B\n",
-                    "setup/gd-least-squares": loop}}).encode())
-    proc.stdin.close()
-    for _ in range(600):
-        if sock.exists():
-            break
-        time.sleep(0.2)
-    yield str(sock), proc
+                    "setup/gd-least-squares": loop}})
+    yield sock, proc
     proc.kill()
     proc.wait()
 
