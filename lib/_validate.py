@@ -51,6 +51,8 @@ def concrete(name, x):
         raise ValueError(f"{name} must be a concrete array: this function checks its input "
                          "values and cannot be traced (call it outside jax.jit, jax.grad and "
                          "jax.vmap)")
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        raise ValueError(f"{name} must be a real numeric array, got dtype {x.dtype}")
     return np.asarray(x)
 
 
@@ -75,7 +77,10 @@ def real_array(name, x, *, ndim=None, shape=None):
             dtype = np.asarray(x).dtype
         except (TypeError, ValueError) as err:
             raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from err
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as err:  # extended dtypes numpy cannot read: typed PRNG keys key<fry>
+        raise ValueError(f"{name} must be a real numeric array, got dtype {dtype}") from err
     if dtype.kind not in "iuf":
         what = "real, got complex values" if dtype.kind == "c" else \
             f"a real numeric array, got dtype {dtype}"
@@ -346,8 +351,9 @@ def real_tree(name, tree, *, finite=True):
     leaves = jax.tree_util.tree_leaves(tree)
     if not leaves:
         raise ValueError(f"{name} must contain at least one array")
-    for leaf in leaves:
-        real_array(name, leaf)  # dtype checks only (trace-safe)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        # dtype checks only (trace-safe); the message names the leaf, e.g. params['w']
+        real_array(f"{name}{jax.tree_util.keystr(path)}", leaf)
     out = jax.tree_util.tree_map(lambda p: jnp.asarray(p, dtype=jnp.float64), tree)
     if finite:
         for leaf in jax.tree_util.tree_leaves(out):

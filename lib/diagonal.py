@@ -1508,6 +1508,18 @@ def log_exponential_loss(params, args):
     return jax.scipy.special.logsumexp(-m) - jnp.log(A.shape[0])
 
 
+# Smallest update of normalized GD, in units in the last place of u, accepted by
+# exponential_loss_path (see the check there).
+_MIN_ULPS_PER_STEP = 1024
+
+
+@functools.lru_cache(maxsize=None)
+def _log_loss_grad(depth):
+    """The gradient of :func:`log_exponential_loss` over a batch of runs, compiled once per
+    depth (used to detect a normalized-GD step below float64 rounding)."""
+    return jax.jit(jax.vmap(jax.grad(_log_loss_of_depth(depth))))
+
+
 @functools.lru_cache(maxsize=None)
 def _log_loss_of_depth(depth):
     """One function object per depth, so that the compiled training loop is reused."""
@@ -1593,7 +1605,11 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
             refused), increasing and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1;
             ``max_steps`` not an integer >= 1; a curvature bound that overflows (``X`` or
             ``alpha`` too large); data ``(X, y)`` that are not linearly separable through
-            the origin (checked first, by a feasibility linear program).
+            the origin (checked first, by a feasibility linear program); ``alpha`` so large
+            for the scale of ``X`` (roughly ``depth * alpha**depth * max ||x_n|| > 1e11``)
+            that a normalized-GD step moves :math:`u` by fewer than 1024 units in the last
+            place (checked before each run of steps: rounding would then distort the path by
+            more than about 1e-4, and below half a unit :math:`u` never moves).
         RuntimeError: a level was not reached within ``max_steps`` (the message gives the
             loss reached).
 
@@ -1660,6 +1676,27 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
             raise ValueError(
                 f"the curvature bound of log L overflows float64 (alpha={alphas[k]:.3e}, "
                 f"max ||x_n|| = {xmax:.3e}, depth={depth}): rescale X or alpha")
+        # float64 resolution of a step: when u ~ alpha is large against the update (alpha large
+        # for the scale of X), a step moves u by a few units in the last place and rounding
+        # distorts the path (measured: relative error of w_hat about 0.04 / (ulps per step);
+        # 0.7 % at 180 ulps, 15-50 % at 60, and at < 0.5 ulp u never moves). Refuse below
+        # _MIN_ULPS_PER_STEP (error about 4e-5) instead of answering wrong or running
+        # num_steps no-op steps.
+        grad = _log_loss_grad(depth)(p, A_batch)
+        eta_b = np.asarray(eta)[:, None]
+        ulps = np.zeros(B)
+        for key in ("w_plus", "w_minus"):
+            u = np.asarray(p[key])
+            ulps = np.maximum(ulps, np.max(np.abs(eta_b * np.asarray(grad[key]))
+                                           / np.spacing(np.abs(u)), axis=1))
+        if not np.all(ulps >= _MIN_ULPS_PER_STEP):
+            k = int(np.flatnonzero(~(ulps >= _MIN_ULPS_PER_STEP))[0])
+            raise ValueError(
+                f"alpha={alphas[k]:.3e} is too large for the scale of X (max ||x_n|| = "
+                f"{xmax:.3e}, depth={depth}): a normalized-GD step moves u by "
+                f"{ulps[k]:.3g} units of float64 rounding (at least {_MIN_ULPS_PER_STEP} are "
+                "needed for a path accurate to about 1e-4); rescale X or alpha so that "
+                "depth * alpha**depth * max ||x_n|| stays below about 1e11")
         traj = flows.gradient_descent_sweep(
             loss, p, step_size=eta, num_steps=num_steps,
             snapshots=np.array([num_steps]), target=-float(level), normalized=True,

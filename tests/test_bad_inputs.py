@@ -1533,3 +1533,43 @@ def test_exponential_loss_path_follows_the_flow_at_small_scale_and_depth(alpha, 
     margin = np.min((y[:, None] * X) @ w)
     assert float(run.margin[0]) == pytest.approx(margin, rel=2e-3)
     np.testing.assert_allclose(run[2][0], w / margin, rtol=0.5)   # tiny coordinate: O(step)
+
+
+@pytest.mark.parametrize(("alpha", "scale", "depth"),
+                         [(1e8, 1.0, 2), (1.0, 1e15, 2), (1e6, 1.0, 2), (1e5, 1.0, 3)])
+def test_exponential_loss_path_refuses_steps_below_float64_resolution(alpha, scale, depth):
+    # u ~ alpha is stored to relative rounding 1.1e-16 while a normalized-GD step moves it by
+    # about 0.25 / (depth * alpha**depth * max||x||) relative: at (1e8, 2) or X * 1e15 below half
+    # a unit in the last place (the steps are no-ops and the run used to take 2e6 of them before
+    # failing), at (1e6, 2) about 70 units, where rounding bent w_hat by 0.7 % (measured against
+    # alpha = 1e3 on a Gaussian instance). Refused at once, the message naming alpha.
+    X = np.array([[1.0, 2.0], [2.0, 0.5]]) * scale
+    with pytest.raises(ValueError, match=r"alpha=.*too large for the scale of X.*units of "
+                                         r"float64 rounding"):
+        diagonal.exponential_loss_path(X, np.ones(2), alpha, depth, accuracies=[1.0])
+
+
+def test_exponential_loss_path_accepts_a_large_scale_with_enough_resolution():
+    # alpha = 1e4, depth 2: a step moves u by about 7e5 units in the last place (accepted); the
+    # margin at log L = -1 agrees with the LSODA integration of the normalized flow up to the
+    # discretization error of the step 0.25 / curvature bound (0.79 % here, the same as at
+    # alpha = 1 and 1e2: rounding adds nothing visible)
+    X = np.array([[1.0, 2.0], [2.0, 0.5], [-1.0, 1.5]])
+    y = np.ones(3)
+    run = diagonal.exponential_loss_path(X, y, 1e4, 2, accuracies=[1.0])
+    w = _exp_flow_reference(X, y, 1e4, 2, float(run.log_loss[0]))
+    assert float(run.margin[0]) == pytest.approx(float(np.min((y[:, None] * X) @ w)), rel=1e-2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: lazy.relative_movement(p, p),
+    lambda p: margins.f1_path_norm({"a": np.ones(3), "B": p["key"]}),
+    lambda p: ntk.empirical_ntk(lambda q, x: jnp.sum(q["a"]) * x[0], p, np.ones((2, 1))),
+    lambda p: flows.gradient_descent(lambda q: jnp.sum(q["a"] ** 2), p, step_size=0.1, num_steps=1),
+])
+def test_typed_prng_key_leaf_in_params_is_refused_by_name(call):
+    # a typed key (dtype key<fry>) used to reach numpy: "Cannot interpret 'key<fry>' as a data type"
+    params = {"a": np.ones(3), "key": jax.random.key(0)}
+    with pytest.raises(ValueError, match=r"\['(key|B)'\] must be a real numeric array, got dtype "
+                                         r"key"):
+        call(params)
