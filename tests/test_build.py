@@ -113,6 +113,27 @@ def test_failed_build_publishes_nothing_and_fails_again(tmp_path):
         assert (book / "_build" / ".build-failed").is_file()
 
 
+def test_a_failing_cell_fails_the_build_but_every_page_is_written(tmp_path):
+    """A failing cell in the first chapter: the build exits 1 and publishes nothing, yet the
+    next chapter is still executed and both pages are in _build/html-failed to read (with
+    nb_execution_raise_on_error the build stopped at the first failing chapter and
+    html-failed was empty)."""
+    book = make_book(tmp_path, extra='\n```{code-cell} ipython3\nraise ValueError("boom")\n```\n')
+    (book / "chapters" / "later.md").write_text(CHAPTER.format(kernel="python3", extra="")
+                                                .replace("A tiny chapter", "A later chapter"))
+    (book / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\noptions:\n  numbered: true\nchapters:\n"
+        "  - file: chapters/tiny\n  - file: chapters/later\n")
+    result = build(book)
+    assert result.returncode != 0
+    assert "Executing notebook failed" in result.stdout + result.stderr
+    assert not (book / "_build" / "html").exists()
+    assert not (book / "_build" / ".build-ok").exists()
+    failed = book / "_build" / "html-failed" / "chapters"
+    assert "tiny value 1" in (failed / "later.html").read_text()  # executed after the failure
+    assert (failed / "tiny.html").is_file()
+
+
 # --------------------------------------------------------------------------------------------
 # make test fails whenever make book would (issue 17, input 3)
 # --------------------------------------------------------------------------------------------
