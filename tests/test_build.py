@@ -102,6 +102,17 @@ def test_lib_change_and_run_switch_reach_the_page(tmp_path):
     assert "tiny value 2 seed 3" in page(book)
 
 
+def test_no_proof_index_page_of_bare_labels(tmp_path):
+    """sphinx-proof's Proof Index listed labels such as thm-tiny, not titles (new-user
+    finding): it is not generated; the theorem itself is on its page."""
+    book = make_book(tmp_path, extra="\n```{prf:theorem} A tiny result\n:label: thm-tiny\n\n"
+                                      "One equals one.\n```\n")
+    result = build(book)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "A tiny result" in page(book)
+    assert not (book / "_build" / "html" / "prf-prf.html").exists()
+
+
 def test_failed_build_publishes_nothing_and_fails_again(tmp_path):
     """Issue 17, input 2: a missing label and an unknown cite key failed the first build only."""
     book = make_book(tmp_path, extra="\nSee {ref}`no-such-label` and {cite}`no-such-key`.\n")
