@@ -746,6 +746,19 @@ def _kill_tagged(token: str) -> int:
     return killed
 
 
+# The shared JAX compilation cache of the submissions (set in :func:`_otter_run`): its folder,
+# and the thresholds that make every compilation an entry.
+CACHE_VARS = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+              "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
+
+
+def judge_environment(env: dict) -> dict:
+    """The judge's environment: ``env`` (the submission's) without the JAX cache variables
+    (:data:`CACHE_VARS`: the submissions can write that folder, so an entry planted there
+    would be compiled code the judge runs), the token and the events file."""
+    return {k: v for k, v in env.items() if k not in (*CACHE_VARS, TOKEN_VAR, EVENTS_VAR)}
+
+
 def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
                cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
                drop: frozenset = frozenset(), isolate: bool | None = None,
@@ -776,10 +789,8 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     env["PYTHONPATH"] = ""  # the submission imports lib from the autograder's copy
     env["MPLBACKEND"] = "Agg"
     env["JUPYTER_RUNTIME_DIR"] = str(box / "runtime")  # the kernel's connection file (its key)
-    if cache_dir is not None:  # XLA compilations shared between submissions
-        env["JAX_COMPILATION_CACHE_DIR"] = str(cache_dir)
-        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-        env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    if cache_dir is not None:  # XLA compilations shared between submissions (not the judge)
+        env.update(zip(CACHE_VARS, (str(cache_dir), "0", "0"), strict=True))
 
     grader = os.getpid()
 
@@ -790,7 +801,7 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     # the judge of the hidden tests: the instructor's checkout, its stdout a pipe of ours
-    judge_env = {k: v for k, v in env.items() if k not in (TOKEN_VAR, EVENTS_VAR)}
+    judge_env = judge_environment(env)
     judge_log = open(box / "judge.log", "wb")  # noqa: SIM115 (closed below)
     judge = subprocess.Popen(
         [sys.executable, "-I", str(ROOT / "homework" / "judge.py"), str(ROOT),

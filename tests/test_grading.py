@@ -1059,6 +1059,20 @@ def test_forged_event_records_are_dropped_not_fatal(tmp_path):
     assert hg.running_cell(events) is None
 
 
+def test_the_judge_starts_without_the_shared_compilation_cache():
+    """Issue 16, gap 1: the submissions can write the shared JAX cache folder; an entry planted
+    there is compiled code, so the judge's environment has none of the cache variables (nor
+    the token and the events file); the rest of the submission's environment is kept."""
+    assert hg.CACHE_VARS == ("JAX_COMPILATION_CACHE_DIR",
+                             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+                             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
+    rest = {"PATH": "/usr/bin", "MPLBACKEND": "Agg", "JAX_ENABLE_X64": "1"}
+    env = {**rest, **{v: "/tmp/cache" for v in hg.CACHE_VARS}, hg.TOKEN_VAR: "t",
+           hg.EVENTS_VAR: "/tmp/events"}
+    assert hg.judge_environment(env) == rest
+    assert set(env) - set(rest) == {*hg.CACHE_VARS, hg.TOKEN_VAR, hg.EVENTS_VAR}  # unchanged
+
+
 def _two_submissions(tmp_path, names=("ann", "ben")):
     subs = tmp_path / "subs"
     subs.mkdir()
