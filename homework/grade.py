@@ -10,10 +10,11 @@
   limit (``RLIMIT_AS``), an output cap and a per-cell time limit that interrupts the cell and
   goes on to the next. When ``unshare`` can create namespaces (:func:`namespaces_available`),
   each ``otter run`` is in its own user, PID and mount namespaces (:func:`namespace_command`):
-  it sees only its own run folder of the work folder and its own processes, and every process
-  it starts dies with it. Otherwise (one warning, ``--jobs 1``) every process the submission
-  started is killed afterwards, including those that left the group and kept the token in
-  their environment.
+  it sees only its own run folder of the work folder, of the checkout's ``_build`` only the
+  shared JAX cache, and its own processes, and every process it starts dies with it.
+  Otherwise (one warning, ``--jobs 1``) every process the submission started is killed
+  afterwards, including those that left the group and kept the token in their environment.
+  The judge of the hidden tests runs outside, without the shared JAX cache.
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
   line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
@@ -595,17 +596,31 @@ def running_cell(events: list[dict]) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 NAMESPACES_VAR = "KRR_GRADE_NAMESPACES"  # "0": never use namespaces (the fallback, for tests)
-# Run inside the new user, PID and mount namespaces, before the submission: hide the grading
-# work folder (every submission's run folder, judge socket and events) behind a tmpfs, bind
-# this submission's own run folder back at its path, give it a /dev/shm of its own, then run
-# the command with no capabilities and no way to gain any (so it cannot unmount the tmpfs).
+# Run inside the new user, PID and mount namespaces, before the submission: hide a folder of
+# the instructor's (``hide``: the checkout's _build, with the master notebooks and the
+# autograder zips) and the grading work folder (every submission's run folder, judge socket and
+# events) behind tmpfs, bind back the folder to keep (``keep``: the shared JAX cache, inside
+# _build) and this submission's own run folder at their paths, give it a /dev/shm of its own,
+# then run the command with no capabilities and no way to gain any (so it cannot unmount the
+# tmpfs). The run folder and the kept folder are opened (fd 3, 4) before anything is hidden and
+# bound from /proc/self/fd, so the order holds wherever they are: the work folder may be inside
+# the hidden one (TMPDIR in _build), the kept folder inside both; the binds come last.
 NAMESPACE_SCRIPT = r"""set -e
-work="$1"; box="$2"; net="$3"; shift 3
+work="$1"; box="$2"; net="$3"; hide="$4"; keep="$5"; shift 5
 if [ "$net" = net ]; then ip link set lo up; fi
-cd "$box"
+exec 3<"$box"
+if [ "$keep" != - ]; then exec 4<"$keep"; fi
+if [ "$hide" != - ]; then mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$hide"; fi
+mkdir -p "$work"
 mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$work"
+if [ "$keep" != - ]; then
+  mkdir -p "$keep"
+  mount --bind --no-canonicalize /proc/self/fd/4 "$keep"
+  exec 4<&-
+fi
 mkdir -p "$box"
-mount --bind --no-canonicalize . "$box"
+mount --bind --no-canonicalize /proc/self/fd/3 "$box"
+exec 3<&-
 cd "$box"
 mount -t tmpfs -o mode=1777 krr-grade-shm /dev/shm 2>/dev/null || true
 exec setpriv --no-new-privs --bounding-set -all --inh-caps -all -- "$@"
@@ -618,22 +633,32 @@ _namespaces: bool | None = None  # the probe's answer, once per grader process
 _network = False  # and whether a network namespace (loopback only) works too
 
 
-def namespace_command(work: Path, box: Path, command: list[str],
-                      net: bool | None = None) -> list[str]:
+def namespace_command(work: Path, box: Path, command: list[str], net: bool | None = None,
+                      hide: Path | None = None, keep: Path | None = None) -> list[str]:
     """``command`` in new user, PID and mount namespaces in which only ``box`` of ``work`` is
-    visible and nothing has capabilities; every process it starts dies with it. With ``net``
-    (default: when the probe found it works, :func:`namespaces_available`) also a network
-    namespace with only a loopback interface: no network, and no TCP port of another
-    submission's kernel or of the machine (the judge's socket is a file: it still works)."""
+    visible, ``hide`` (when it exists) is an empty folder except ``keep``, which stays visible
+    and writable at its path, and nothing has capabilities; every process it starts dies with
+    it. With ``net`` (default: when the probe found it works, :func:`namespaces_available`)
+    also a network namespace with only a loopback interface: no network, and no TCP port of
+    another submission's kernel or of the machine (the judge's socket is a file: it still
+    works).
+
+    Raises:
+        ValueError: ``keep`` is not an existing folder.
+    """
     if net is None:
         net = bool(namespaces_available()) and _network
+    if keep is not None and not Path(keep).is_dir():
+        raise ValueError(f"keep: {keep} is not an existing folder")
+    hidden = str(hide) if hide is not None and Path(hide).is_dir() else "-"
     return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
             "--mount-proc", "--mount", *(["--net"] if net else []), "--", "sh", "-c",
             NAMESPACE_SCRIPT, "krr-grade-box", str(work), str(box), "net" if net else "-",
-            *command]
+            hidden, "-" if keep is None else str(keep), *command]
 
 
 PROBE = ('test "$$" = 1 && test ! -e "$0/other" && test -e "$0/run-probe/mine" && '
+         'test ! -e "$0/build/secret" && test -e "$0/build/cache/kept" && '
          'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && echo krr-namespaces-ok')
 
 
@@ -656,9 +681,14 @@ def _probe(net: bool) -> bool:
         (work / "run-probe").mkdir()
         (work / "run-probe" / "mine").touch()
         (work / "other").touch()
+        (work / "build" / "cache").mkdir(parents=True)
+        (work / "build" / "secret").touch()
+        (work / "build" / "cache" / "kept").touch()
         try:
             proc = subprocess.run(namespace_command(work, work / "run-probe",
-                                                    ["sh", "-c", PROBE, str(work)], net=net),
+                                                    ["sh", "-c", PROBE, str(work)], net=net,
+                                                    hide=work / "build",
+                                                    keep=work / "build" / "cache"),
                                   capture_output=True, text=True, timeout=60,
                                   stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
@@ -765,9 +795,11 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
                plan: dict | None = None) -> dict:
     """One ``otter run`` of a submission in its own session, with limits; killed afterwards.
     With ``isolate`` (default: :func:`namespaces_available`) it runs in its own namespaces
-    (:func:`namespace_command`): it sees only its own run folder of ``work`` and its own
-    processes, and every process it starts dies with it. ``plan`` (:func:`judge_plan`) goes
-    to the judge's stdin, then closed.
+    (:func:`namespace_command`): it sees only its own run folder of ``work``, of the
+    checkout's ``_build`` only ``cache_dir``, and its own processes, and every process it
+    starts dies with it. The judge runs outside, without ``cache_dir``
+    (:func:`judge_environment`). ``plan`` (:func:`judge_plan`) goes to the judge's stdin,
+    then closed.
 
     Returns ``{"results": dict | None, "log": str, "events": list, "timed_out": bool}``."""
     if _stopping:
@@ -827,8 +859,8 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     timed_out = False
     command = [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
                "--no-logo", str(nb_path)]
-    if isolate:
-        command = namespace_command(work, box, command)
+    if isolate:  # the checkout's _build (master notebooks, autograder zips) hidden
+        command = namespace_command(work, box, command, hide=ROOT / "_build", keep=cache_dir)
     with open(log, "wb") as logf:
         try:
             if _stopping:

@@ -1258,6 +1258,66 @@ def test_a_submission_in_its_namespaces_cannot_reach_another_and_leaves_nothing(
             os.kill(pid, 9)
 
 
+HIDDEN_BUILD = r'''
+import json, os, sys
+hide, keep, work, box = sys.argv[1:5]
+out = {"hide": sorted(os.listdir(hide)), "work": sorted(os.listdir(work))}
+for name, path in (("master", os.path.join(hide, "assign", "setup", "master", "setup.ipynb")),
+                   ("assign", os.path.join(hide, "assign"))):
+    try:
+        out[name] = open(path).read() if name == "master" else os.listdir(path)
+    except OSError as e:
+        out[name] = type(e).__name__
+out["cached"] = open(os.path.join(keep, "entry")).read()
+with open(os.path.join(keep, "planted"), "w") as f:
+    f.write("from the box")
+with open(os.path.join(box, "out.txt"), "w") as f:
+    f.write("run folder")
+out["box"] = open(os.path.join(box, "out.txt")).read()
+print(json.dumps(out))
+'''
+
+
+@needs_namespaces
+@pytest.mark.parametrize("layout", ["apart", "work inside _build"])
+def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layout):
+    """Issue 16, gap 2: inside the namespaces the checkout's ``_build`` (master notebooks with
+    the solutions and seeds, autograder zips) is an empty folder: the master notebook cannot be
+    read, ``assign/`` cannot be listed; the shared cache folder inside it is still there and
+    writable (what is written stays afterwards), and the run folder works, also when the work
+    folder is itself inside ``_build``."""
+    import subprocess
+    import sys
+
+    build = tmp_path / "checkout" / "_build"
+    master = build / "assign" / "setup" / "master" / "setup.ipynb"
+    master.parent.mkdir(parents=True)
+    master.write_text("the solutions")
+    keep = build / "grade-cache" / "jax"
+    keep.mkdir(parents=True)
+    (keep / "entry").write_text("compiled")
+    work = (build / "tmp" if layout != "apart" else tmp_path) / "krr-grade-x"
+    box = work / "run-a"
+    box.mkdir(parents=True)
+    (work / "run-b").mkdir()
+    script = box / "inside.py"
+    script.write_text(HIDDEN_BUILD)
+    proc = subprocess.run(hg.namespace_command(work, box, [
+        sys.executable, str(script), str(build), str(keep), str(work), str(box)],
+        hide=build, keep=keep), capture_output=True, text=True, timeout=120, cwd=box)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # _build shows only the folders on the way to what is kept (the cache, the run folder)
+    assert out["hide"] == (["grade-cache"] if layout == "apart" else ["grade-cache", "tmp"])
+    assert out["master"] == "FileNotFoundError" and out["assign"] == "FileNotFoundError"
+    assert out["cached"] == "compiled" and out["work"] == ["run-a"]
+    assert out["box"] == "run folder" and (box / "out.txt").read_text() == "run folder"
+    assert (keep / "planted").read_text() == "from the box"  # written through, seen outside
+    assert master.read_text() == "the solutions" and (work / "run-b").is_dir()
+    with pytest.raises(ValueError, match="keep: "):
+        hg.namespace_command(work, box, ["true"], hide=build, keep=build / "missing")
+
+
 def test_a_child_dies_with_the_grader_even_one_that_died_first(tmp_path):
     """Attack 8: the judge is started with PR_SET_PDEATHSIG, and exits at once when the grader
     is gone before that took effect."""
