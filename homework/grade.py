@@ -13,7 +13,9 @@
   it sees only its own run folder of the work folder, of the checkout's ``_build`` only the
   shared JAX cache, and its own processes, and every process it starts dies with it.
   Otherwise (one warning, ``--jobs 1``) every process the submission started is killed
-  afterwards, including those that left the group and kept the token in their environment.
+  afterwards, including those that left the group and its environment: the grader is their
+  subreaper (:func:`become_subreaper`) and kills every new child but the judge
+  (:func:`reap_orphans`).
   The judge of the hidden tests runs outside, without the shared JAX cache.
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
@@ -626,9 +628,13 @@ mount -t tmpfs -o mode=1777 krr-grade-shm /dev/shm 2>/dev/null || true
 exec setpriv --no-new-privs --bounding-set -all --inh-caps -all -- "$@"
 """
 NO_NAMESPACES = ("warning: `unshare` (util-linux) cannot create user, PID and mount namespaces "
-                 "here, so the submissions are not isolated from each other: grading one at a "
-                 "time (--jobs 1); a process a notebook detaches from its session and "
-                 "environment can outlive grading")
+                 "here, so the submissions are not isolated: grading one at a time (--jobs 1); "
+                 "every process a notebook starts, even one detached from its session and "
+                 "environment, is killed after it (the grader is their subreaper), but while "
+                 "it runs a notebook sees every process and file of your user: it can kill its "
+                 "own judge, read the master notebooks in _build (solutions and hidden seeds), "
+                 "and leave a process started by another service of yours (systemd --user, "
+                 "cron, at) that outlives grading")
 _namespaces: bool | None = None  # the probe's answer, once per grader process
 _network = False  # and whether a network namespace (loopback only) works too
 
@@ -717,6 +723,7 @@ def _prctl():
 
 _PRCTL = _prctl()
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _die_with(parent: int) -> None:
@@ -726,6 +733,66 @@ def _die_with(parent: int) -> None:
         _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def become_subreaper() -> bool:
+    """Make this process (the grader) the reaper of its orphaned descendants
+    (``PR_SET_CHILD_SUBREAPER``): a process whose parent exits becomes the grader's child
+    instead of init's, whatever its session and environment, so :func:`reap_orphans` finds
+    what a submission detached. Whether it took effect (False: not Linux)."""
+    return _PRCTL is not None and _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def children() -> set[int]:
+    """The pids of this process's children (of all its threads; zombies included), from
+    ``/proc/self/task/*/children`` when the kernel has it, else from the parent pid of every
+    process in ``/proc/*/stat``."""
+    me = os.getpid()
+    found: set[int] = set()
+    lists = list(Path(f"/proc/{me}/task").glob("*/children"))
+    for f in lists:
+        try:
+            found.update(int(pid) for pid in f.read_text().split())
+        except OSError:
+            pass  # a thread that ended
+    if lists:
+        return found
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue  # a process that ended
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:  # field 4: ppid (the name may hold ")")
+            found.add(int(d.name))
+    return found
+
+
+def reap_orphans(before: set[int], keep=()) -> int:
+    """Kill (SIGKILL) and reap every child of this process that is neither in ``before`` (its
+    children before the run) nor in ``keep`` (the live judge), until none is left: with
+    :func:`become_subreaper`, every process the run left behind, even one in a session of its
+    own with a clean environment (the children of a killed one become ours in turn and go in
+    the next round). How many."""
+    spared = set(before) | set(keep)
+    killed = 0
+    for _ in range(100):
+        new = children() - spared
+        if not new:
+            break
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in new:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # reaped elsewhere
+        killed += len(new)
+    return killed
 
 
 # every judge and otter run of this grader, killed by :func:`stop_all` (SIGTERM)
@@ -789,6 +856,12 @@ def judge_environment(env: dict) -> dict:
     return {k: v for k, v in env.items() if k not in (*CACHE_VARS, TOKEN_VAR, EVENTS_VAR)}
 
 
+def otter_command(autograder: Path, out: Path, notebook: Path) -> list[str]:
+    """The command that grades ``notebook`` with ``autograder`` into the folder ``out``."""
+    return [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
+            "--no-logo", str(notebook)]
+
+
 def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
                cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
                drop: frozenset = frozenset(), isolate: bool | None = None,
@@ -797,7 +870,9 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     With ``isolate`` (default: :func:`namespaces_available`) it runs in its own namespaces
     (:func:`namespace_command`): it sees only its own run folder of ``work``, of the
     checkout's ``_build`` only ``cache_dir``, and its own processes, and every process it
-    starts dies with it. The judge runs outside, without ``cache_dir``
+    starts dies with it. Without it, the grader becomes the subreaper of what the run
+    detaches and, after the run, kills every new child but the judge (:func:`reap_orphans`;
+    one run at a time). The judge runs outside, without ``cache_dir``
     (:func:`judge_environment`). ``plan`` (:func:`judge_plan`) goes to the judge's stdin,
     then closed.
 
@@ -825,6 +900,9 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
         env.update(zip(CACHE_VARS, (str(cache_dir), "0", "0"), strict=True))
 
     grader = os.getpid()
+    if not isolate:  # what the run detaches becomes our child: killed after it
+        become_subreaper()
+    before = children()
 
     def limits():
         _die_with(grader)
@@ -857,8 +935,7 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
         time.sleep(0.1)
     log = box / "otter.log"
     timed_out = False
-    command = [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
-               "--no-logo", str(nb_path)]
+    command = otter_command(autograder, out, nb_path)
     if isolate:  # the checkout's _build (master notebooks, autograder zips) hidden
         command = namespace_command(work, box, command, hide=ROOT / "_build", keep=cache_dir)
     with open(log, "wb") as logf:
@@ -887,6 +964,8 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
             proc.wait()
             _live.discard(proc)
             _kill_tagged(token)
+            if not isolate:  # one run at a time: every other new child is the submission's
+                reap_orphans(before, keep={judge.pid})
             judge.kill()  # the notebook is gone: what the judge wrote is final
             written = judge.stdout.read()
             judge.wait()

@@ -1132,6 +1132,95 @@ def test_without_namespaces_a_warning_and_one_submission_at_a_time(tmp_path, mon
     assert logged[0] == hg.NO_NAMESPACES and most[0] == 1 and seen == [False] * 3
 
 
+def test_reap_orphans_kills_the_new_children_but_the_kept_ones():
+    """``children`` lists the processes this one started (their pids from Popen, an independent
+    record); ``reap_orphans`` kills and reaps the new ones except ``keep``."""
+    import subprocess
+
+    before = hg.children()
+    kept, new = (subprocess.Popen(["sleep", "300"]) for _ in range(2))
+    try:
+        assert {kept.pid, new.pid} <= hg.children() and not {kept.pid, new.pid} & before
+        assert hg.reap_orphans(before, keep={kept.pid}) == 1
+        assert kept.poll() is None and not Path(f"/proc/{new.pid}").exists()  # reaped too
+        assert hg.children() - before == {kept.pid}
+    finally:
+        kept.kill()
+        kept.wait()
+
+
+DETACHING = r'''
+import os, shutil, sys
+mark, cache_var = sys.argv[1:3]
+if os.fork() == 0:  # the child: a session of its own, then the grandchild, then it exits
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.execve(shutil.which("sleep"), [mark, "300"], {})  # a clean environment
+    os._exit(0)
+os.wait()
+def cmdline(d):
+    try:
+        return open(f"/proc/{d}/cmdline", "rb").read()
+    except OSError:
+        return b""
+box = os.getcwd().encode()  # the run folder: its judge's socket is in it
+judges = [d for d in os.listdir("/proc") if d.isdigit() and b"judge.py" in cmdline(d)
+          and box in cmdline(d)]
+judge_env = open(f"/proc/{judges[0]}/environ", "rb").read().split(b"\0")
+print(f"judges {len(judges)}; own cache {cache_var in os.environ}; judge's cache "
+      f"{any(v.startswith(cache_var.encode() + b'=') for v in judge_env)}", flush=True)
+'''
+
+
+def test_without_namespaces_a_detached_process_dies_after_the_run(tmp_path, monkeypatch):
+    """Issue 16, gap 3: with namespaces off, a submission's command double-forks a ``sleep
+    300`` in a session of its own with an empty environment (the process group's kill and the
+    token's miss it); the grader, its subreaper, kills it after the run. The same run with
+    ``reap_orphans`` switched off leaves it running (what the test would miss). The command
+    also sees the JAX cache in its environment and none in its judge's (gap 1)."""
+    import sys
+    import tempfile
+    import time
+
+    import nbformat
+
+    mark = f"krr-test-detached-{os.getpid()}"
+    script = tmp_path / "detaching.py"
+    script.write_text(DETACHING)
+    monkeypatch.setenv(hg.NAMESPACES_VAR, "0")
+    monkeypatch.setattr(hg, "_namespaces", None)
+    monkeypatch.setattr(hg, "otter_command", lambda ag, out, nb: [
+        sys.executable, str(script), mark, hg.CACHE_VARS[0]])
+    sub = hg.Submission("ann", tmp_path / "ann.ipynb", tmp_path / "ann.ipynb",
+                        nb=nbformat.from_dict(_nb()))
+    (tmp_path / "cache").mkdir()
+
+    def run():
+        work = Path(tempfile.mkdtemp(dir=tmp_path))
+        return hg._otter_run(sub, "setup", tmp_path / "ag.zip", work, timeout=120,
+                             cell_timeout=10, memory=0, output_cap=10**6,
+                             cache_dir=tmp_path / "cache")
+
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(hg, "reap_orphans", lambda before, keep=(): 0)
+            run()
+        assert len(_marked(mark)) == 1  # without the reaping the detached process survives
+        for pid in _marked(mark):
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)  # our child: the grader (this process) is its subreaper
+        out = run()
+        assert "judges 1; own cache True; judge's cache False" in out["log"], out["log"]
+        time.sleep(0.2)
+        assert _marked(mark) == []
+    finally:
+        for pid in _marked(mark):
+            os.kill(pid, 9)
+
+
 needs_namespaces = pytest.mark.skipif(
     not hg.namespaces_available(), reason="unshare cannot create user, PID and mount namespaces")
 
