@@ -44,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -1093,15 +1094,22 @@ def answer_source(nb, name: str) -> str | None:
     return "\n\n".join(parts) + "\n"
 
 
+# CPython 3.11's ast module counts its recursion depth per interpreter, not per thread: two
+# grading jobs parsing at once raised "SystemError: AST constructor recursion depth mismatch"
+# (cpython gh-106905), an `error` row; the jobs' parsing (:func:`judge_plan`) takes turns.
+_AST_LOCK = threading.Lock()
+
+
 def judge_plan(nb, autograder: Path, table: dict[str, list[str]]) -> dict:
     """What the grader gives the judge on its stdin: the announced keys and, per exercise, the
     answer's source read from the submitted notebook (:func:`answer_source`)."""
     keys = sorted({k for ks in table.values() for k in ks})
-    names = hidden_answers(autograder)
     sources = {}
-    for ex in sorted({k.split("|")[0] for k in keys}):
-        name = names.get(ex)
-        sources[ex] = answer_source(nb, name) if name and name.isidentifier() else None
+    with _AST_LOCK:
+        names = hidden_answers(autograder)
+        for ex in sorted({k.split("|")[0] for k in keys}):
+            name = names.get(ex)
+            sources[ex] = answer_source(nb, name) if name and name.isidentifier() else None
     return {"keys": keys, "sources": sources}
 
 
@@ -1434,8 +1442,6 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
     Raises:
         GradeError: no submission, every input unreadable, an unknown chapter or no autograder.
     """
-    import threading
-
     global _stopping
     out = Path(out)
     work = Path(tempfile.mkdtemp(prefix="krr-grade-"))
