@@ -10,10 +10,13 @@
   limit (``RLIMIT_AS``), an output cap and a per-cell time limit that interrupts the cell and
   goes on to the next. When ``unshare`` can create namespaces (:func:`namespaces_available`),
   each ``otter run`` is in its own user, PID and mount namespaces (:func:`namespace_command`):
-  it sees only its own run folder of the work folder and its own processes, and every process
-  it starts dies with it. Otherwise (one warning, ``--jobs 1``) every process the submission
-  started is killed afterwards, including those that left the group and kept the token in
-  their environment.
+  it sees only its own run folder of the work folder, of the checkout's ``_build`` only the
+  shared JAX cache, and its own processes, and every process it starts dies with it.
+  Otherwise (one warning, ``--jobs 1``) every process the submission started is killed
+  afterwards, including those that left the group and its environment: the grader is their
+  subreaper (:func:`become_subreaper`) and kills every new child but the judge
+  (:func:`reap_orphans`).
+  The judge of the hidden tests runs outside, without the shared JAX cache.
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
   line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
@@ -41,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -595,45 +599,73 @@ def running_cell(events: list[dict]) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 NAMESPACES_VAR = "KRR_GRADE_NAMESPACES"  # "0": never use namespaces (the fallback, for tests)
-# Run inside the new user, PID and mount namespaces, before the submission: hide the grading
-# work folder (every submission's run folder, judge socket and events) behind a tmpfs, bind
-# this submission's own run folder back at its path, give it a /dev/shm of its own, then run
-# the command with no capabilities and no way to gain any (so it cannot unmount the tmpfs).
+# Run inside the new user, PID and mount namespaces, before the submission: hide a folder of
+# the instructor's (``hide``: the checkout's _build, with the master notebooks and the
+# autograder zips) and the grading work folder (every submission's run folder, judge socket and
+# events) behind tmpfs, bind back the folder to keep (``keep``: the shared JAX cache, inside
+# _build) and this submission's own run folder at their paths, give it a /dev/shm of its own,
+# then run the command with no capabilities and no way to gain any (so it cannot unmount the
+# tmpfs). The run folder and the kept folder are opened (fd 3, 4) before anything is hidden and
+# bound from /proc/self/fd, so the order holds wherever they are: the work folder may be inside
+# the hidden one (TMPDIR in _build), the kept folder inside both; the binds come last.
 NAMESPACE_SCRIPT = r"""set -e
-work="$1"; box="$2"; net="$3"; shift 3
+work="$1"; box="$2"; net="$3"; hide="$4"; keep="$5"; shift 5
 if [ "$net" = net ]; then ip link set lo up; fi
-cd "$box"
+exec 3<"$box"
+if [ "$keep" != - ]; then exec 4<"$keep"; fi
+if [ "$hide" != - ]; then mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$hide"; fi
+mkdir -p "$work"
 mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$work"
+if [ "$keep" != - ]; then
+  mkdir -p "$keep"
+  mount --bind --no-canonicalize /proc/self/fd/4 "$keep"
+  exec 4<&-
+fi
 mkdir -p "$box"
-mount --bind --no-canonicalize . "$box"
+mount --bind --no-canonicalize /proc/self/fd/3 "$box"
+exec 3<&-
 cd "$box"
 mount -t tmpfs -o mode=1777 krr-grade-shm /dev/shm 2>/dev/null || true
 exec setpriv --no-new-privs --bounding-set -all --inh-caps -all -- "$@"
 """
 NO_NAMESPACES = ("warning: `unshare` (util-linux) cannot create user, PID and mount namespaces "
-                 "here, so the submissions are not isolated from each other: grading one at a "
-                 "time (--jobs 1); a process a notebook detaches from its session and "
-                 "environment can outlive grading")
+                 "here, so the submissions are not isolated: grading one at a time (--jobs 1); "
+                 "every process a notebook starts, even one detached from its session and "
+                 "environment, is killed after it (the grader is their subreaper), but while "
+                 "it runs a notebook sees every process and file of your user: it can kill its "
+                 "own judge, read the master notebooks in _build (solutions and hidden seeds), "
+                 "and leave a process started by another service of yours (systemd --user, "
+                 "cron, at) that outlives grading")
 _namespaces: bool | None = None  # the probe's answer, once per grader process
 _network = False  # and whether a network namespace (loopback only) works too
 
 
-def namespace_command(work: Path, box: Path, command: list[str],
-                      net: bool | None = None) -> list[str]:
+def namespace_command(work: Path, box: Path, command: list[str], net: bool | None = None,
+                      hide: Path | None = None, keep: Path | None = None) -> list[str]:
     """``command`` in new user, PID and mount namespaces in which only ``box`` of ``work`` is
-    visible and nothing has capabilities; every process it starts dies with it. With ``net``
-    (default: when the probe found it works, :func:`namespaces_available`) also a network
-    namespace with only a loopback interface: no network, and no TCP port of another
-    submission's kernel or of the machine (the judge's socket is a file: it still works)."""
+    visible, ``hide`` (when it exists) is an empty folder except ``keep``, which stays visible
+    and writable at its path, and nothing has capabilities; every process it starts dies with
+    it. With ``net`` (default: when the probe found it works, :func:`namespaces_available`)
+    also a network namespace with only a loopback interface: no network, and no TCP port of
+    another submission's kernel or of the machine (the judge's socket is a file: it still
+    works).
+
+    Raises:
+        ValueError: ``keep`` is not an existing folder.
+    """
     if net is None:
         net = bool(namespaces_available()) and _network
+    if keep is not None and not Path(keep).is_dir():
+        raise ValueError(f"keep: {keep} is not an existing folder")
+    hidden = str(hide) if hide is not None and Path(hide).is_dir() else "-"
     return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
             "--mount-proc", "--mount", *(["--net"] if net else []), "--", "sh", "-c",
             NAMESPACE_SCRIPT, "krr-grade-box", str(work), str(box), "net" if net else "-",
-            *command]
+            hidden, "-" if keep is None else str(keep), *command]
 
 
 PROBE = ('test "$$" = 1 && test ! -e "$0/other" && test -e "$0/run-probe/mine" && '
+         'test ! -e "$0/build/secret" && test -e "$0/build/cache/kept" && '
          'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && echo krr-namespaces-ok')
 
 
@@ -656,9 +688,14 @@ def _probe(net: bool) -> bool:
         (work / "run-probe").mkdir()
         (work / "run-probe" / "mine").touch()
         (work / "other").touch()
+        (work / "build" / "cache").mkdir(parents=True)
+        (work / "build" / "secret").touch()
+        (work / "build" / "cache" / "kept").touch()
         try:
             proc = subprocess.run(namespace_command(work, work / "run-probe",
-                                                    ["sh", "-c", PROBE, str(work)], net=net),
+                                                    ["sh", "-c", PROBE, str(work)], net=net,
+                                                    hide=work / "build",
+                                                    keep=work / "build" / "cache"),
                                   capture_output=True, text=True, timeout=60,
                                   stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
@@ -687,6 +724,7 @@ def _prctl():
 
 _PRCTL = _prctl()
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _die_with(parent: int) -> None:
@@ -696,6 +734,66 @@ def _die_with(parent: int) -> None:
         _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def become_subreaper() -> bool:
+    """Make this process (the grader) the reaper of its orphaned descendants
+    (``PR_SET_CHILD_SUBREAPER``): a process whose parent exits becomes the grader's child
+    instead of init's, whatever its session and environment, so :func:`reap_orphans` finds
+    what a submission detached. Whether it took effect (False: not Linux)."""
+    return _PRCTL is not None and _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def children() -> set[int]:
+    """The pids of this process's children (of all its threads; zombies included), from
+    ``/proc/self/task/*/children`` when the kernel has it, else from the parent pid of every
+    process in ``/proc/*/stat``."""
+    me = os.getpid()
+    found: set[int] = set()
+    lists = list(Path(f"/proc/{me}/task").glob("*/children"))
+    for f in lists:
+        try:
+            found.update(int(pid) for pid in f.read_text().split())
+        except OSError:
+            pass  # a thread that ended
+    if lists:
+        return found
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue  # a process that ended
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:  # field 4: ppid (the name may hold ")")
+            found.add(int(d.name))
+    return found
+
+
+def reap_orphans(before: set[int], keep=()) -> int:
+    """Kill (SIGKILL) and reap every child of this process that is neither in ``before`` (its
+    children before the run) nor in ``keep`` (the live judge), until none is left: with
+    :func:`become_subreaper`, every process the run left behind, even one in a session of its
+    own with a clean environment (the children of a killed one become ours in turn and go in
+    the next round). How many."""
+    spared = set(before) | set(keep)
+    killed = 0
+    for _ in range(100):
+        new = children() - spared
+        if not new:
+            break
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in new:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # reaped elsewhere
+        killed += len(new)
+    return killed
 
 
 # every judge and otter run of this grader, killed by :func:`stop_all` (SIGTERM)
@@ -746,15 +844,38 @@ def _kill_tagged(token: str) -> int:
     return killed
 
 
+# The shared JAX compilation cache of the submissions (set in :func:`_otter_run`): its folder,
+# and the thresholds that make every compilation an entry.
+CACHE_VARS = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+              "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
+
+
+def judge_environment(env: dict) -> dict:
+    """The judge's environment: ``env`` (the submission's) without the JAX cache variables
+    (:data:`CACHE_VARS`: the submissions can write that folder, so an entry planted there
+    would be compiled code the judge runs), the token and the events file."""
+    return {k: v for k, v in env.items() if k not in (*CACHE_VARS, TOKEN_VAR, EVENTS_VAR)}
+
+
+def otter_command(autograder: Path, out: Path, notebook: Path) -> list[str]:
+    """The command that grades ``notebook`` with ``autograder`` into the folder ``out``."""
+    return [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
+            "--no-logo", str(notebook)]
+
+
 def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
                cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
                drop: frozenset = frozenset(), isolate: bool | None = None,
                plan: dict | None = None) -> dict:
     """One ``otter run`` of a submission in its own session, with limits; killed afterwards.
     With ``isolate`` (default: :func:`namespaces_available`) it runs in its own namespaces
-    (:func:`namespace_command`): it sees only its own run folder of ``work`` and its own
-    processes, and every process it starts dies with it. ``plan`` (:func:`judge_plan`) goes
-    to the judge's stdin, then closed.
+    (:func:`namespace_command`): it sees only its own run folder of ``work``, of the
+    checkout's ``_build`` only ``cache_dir``, and its own processes, and every process it
+    starts dies with it. Without it, the grader becomes the subreaper of what the run
+    detaches and, after the run, kills every new child but the judge (:func:`reap_orphans`;
+    one run at a time). The judge runs outside, without ``cache_dir``
+    (:func:`judge_environment`). ``plan`` (:func:`judge_plan`) goes to the judge's stdin,
+    then closed.
 
     Returns ``{"results": dict | None, "log": str, "events": list, "timed_out": bool}``."""
     if _stopping:
@@ -776,12 +897,13 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     env["PYTHONPATH"] = ""  # the submission imports lib from the autograder's copy
     env["MPLBACKEND"] = "Agg"
     env["JUPYTER_RUNTIME_DIR"] = str(box / "runtime")  # the kernel's connection file (its key)
-    if cache_dir is not None:  # XLA compilations shared between submissions
-        env["JAX_COMPILATION_CACHE_DIR"] = str(cache_dir)
-        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-        env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    if cache_dir is not None:  # XLA compilations shared between submissions (not the judge)
+        env.update(zip(CACHE_VARS, (str(cache_dir), "0", "0"), strict=True))
 
     grader = os.getpid()
+    if not isolate:  # what the run detaches becomes our child: killed after it
+        become_subreaper()
+    before = children()
 
     def limits():
         _die_with(grader)
@@ -790,7 +912,7 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     # the judge of the hidden tests: the instructor's checkout, its stdout a pipe of ours
-    judge_env = {k: v for k, v in env.items() if k not in (TOKEN_VAR, EVENTS_VAR)}
+    judge_env = judge_environment(env)
     judge_log = open(box / "judge.log", "wb")  # noqa: SIM115 (closed below)
     judge = subprocess.Popen(
         [sys.executable, "-I", str(ROOT / "homework" / "judge.py"), str(ROOT),
@@ -814,10 +936,9 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
         time.sleep(0.1)
     log = box / "otter.log"
     timed_out = False
-    command = [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
-               "--no-logo", str(nb_path)]
-    if isolate:
-        command = namespace_command(work, box, command)
+    command = otter_command(autograder, out, nb_path)
+    if isolate:  # the checkout's _build (master notebooks, autograder zips) hidden
+        command = namespace_command(work, box, command, hide=ROOT / "_build", keep=cache_dir)
     with open(log, "wb") as logf:
         try:
             if _stopping:
@@ -844,6 +965,8 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
             proc.wait()
             _live.discard(proc)
             _kill_tagged(token)
+            if not isolate:  # one run at a time: every other new child is the submission's
+                reap_orphans(before, keep={judge.pid})
             judge.kill()  # the notebook is gone: what the judge wrote is final
             written = judge.stdout.read()
             judge.wait()
@@ -971,15 +1094,22 @@ def answer_source(nb, name: str) -> str | None:
     return "\n\n".join(parts) + "\n"
 
 
+# CPython 3.11's ast module counts its recursion depth per interpreter, not per thread: two
+# grading jobs parsing at once raised "SystemError: AST constructor recursion depth mismatch"
+# (cpython gh-106905), an `error` row; the jobs' parsing (:func:`judge_plan`) takes turns.
+_AST_LOCK = threading.Lock()
+
+
 def judge_plan(nb, autograder: Path, table: dict[str, list[str]]) -> dict:
     """What the grader gives the judge on its stdin: the announced keys and, per exercise, the
     answer's source read from the submitted notebook (:func:`answer_source`)."""
     keys = sorted({k for ks in table.values() for k in ks})
-    names = hidden_answers(autograder)
     sources = {}
-    for ex in sorted({k.split("|")[0] for k in keys}):
-        name = names.get(ex)
-        sources[ex] = answer_source(nb, name) if name and name.isidentifier() else None
+    with _AST_LOCK:
+        names = hidden_answers(autograder)
+        for ex in sorted({k.split("|")[0] for k in keys}):
+            name = names.get(ex)
+            sources[ex] = answer_source(nb, name) if name and name.isidentifier() else None
     return {"keys": keys, "sources": sources}
 
 
@@ -1312,8 +1442,6 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
     Raises:
         GradeError: no submission, every input unreadable, an unknown chapter or no autograder.
     """
-    import threading
-
     global _stopping
     out = Path(out)
     work = Path(tempfile.mkdtemp(prefix="krr-grade-"))

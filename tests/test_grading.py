@@ -1059,6 +1059,20 @@ def test_forged_event_records_are_dropped_not_fatal(tmp_path):
     assert hg.running_cell(events) is None
 
 
+def test_the_judge_starts_without_the_shared_compilation_cache():
+    """Issue 16, gap 1: the submissions can write the shared JAX cache folder; an entry planted
+    there is compiled code, so the judge's environment has none of the cache variables (nor
+    the token and the events file); the rest of the submission's environment is kept."""
+    assert hg.CACHE_VARS == ("JAX_COMPILATION_CACHE_DIR",
+                             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+                             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
+    rest = {"PATH": "/usr/bin", "MPLBACKEND": "Agg", "JAX_ENABLE_X64": "1"}
+    env = {**rest, **{v: "/tmp/cache" for v in hg.CACHE_VARS}, hg.TOKEN_VAR: "t",
+           hg.EVENTS_VAR: "/tmp/events"}
+    assert hg.judge_environment(env) == rest
+    assert set(env) - set(rest) == {*hg.CACHE_VARS, hg.TOKEN_VAR, hg.EVENTS_VAR}  # unchanged
+
+
 def _two_submissions(tmp_path, names=("ann", "ben")):
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -1116,6 +1130,95 @@ def test_without_namespaces_a_warning_and_one_submission_at_a_time(tmp_path, mon
     hg.grade(subs, out=tmp_path / "out", autograder=ag, docker="no", cache=False, jobs=3,
              log=logged.append)
     assert logged[0] == hg.NO_NAMESPACES and most[0] == 1 and seen == [False] * 3
+
+
+def test_reap_orphans_kills_the_new_children_but_the_kept_ones():
+    """``children`` lists the processes this one started (their pids from Popen, an independent
+    record); ``reap_orphans`` kills and reaps the new ones except ``keep``."""
+    import subprocess
+
+    before = hg.children()
+    kept, new = (subprocess.Popen(["sleep", "300"]) for _ in range(2))
+    try:
+        assert {kept.pid, new.pid} <= hg.children() and not {kept.pid, new.pid} & before
+        assert hg.reap_orphans(before, keep={kept.pid}) == 1
+        assert kept.poll() is None and not Path(f"/proc/{new.pid}").exists()  # reaped too
+        assert hg.children() - before == {kept.pid}
+    finally:
+        kept.kill()
+        kept.wait()
+
+
+DETACHING = r'''
+import os, shutil, sys
+mark, cache_var = sys.argv[1:3]
+if os.fork() == 0:  # the child: a session of its own, then the grandchild, then it exits
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.execve(shutil.which("sleep"), [mark, "300"], {})  # a clean environment
+    os._exit(0)
+os.wait()
+def cmdline(d):
+    try:
+        return open(f"/proc/{d}/cmdline", "rb").read()
+    except OSError:
+        return b""
+box = os.getcwd().encode()  # the run folder: its judge's socket is in it
+judges = [d for d in os.listdir("/proc") if d.isdigit() and b"judge.py" in cmdline(d)
+          and box in cmdline(d)]
+judge_env = open(f"/proc/{judges[0]}/environ", "rb").read().split(b"\0")
+print(f"judges {len(judges)}; own cache {cache_var in os.environ}; judge's cache "
+      f"{any(v.startswith(cache_var.encode() + b'=') for v in judge_env)}", flush=True)
+'''
+
+
+def test_without_namespaces_a_detached_process_dies_after_the_run(tmp_path, monkeypatch):
+    """Issue 16, gap 3: with namespaces off, a submission's command double-forks a ``sleep
+    300`` in a session of its own with an empty environment (the process group's kill and the
+    token's miss it); the grader, its subreaper, kills it after the run. The same run with
+    ``reap_orphans`` switched off leaves it running (what the test would miss). The command
+    also sees the JAX cache in its environment and none in its judge's (gap 1)."""
+    import sys
+    import tempfile
+    import time
+
+    import nbformat
+
+    mark = f"krr-test-detached-{os.getpid()}"
+    script = tmp_path / "detaching.py"
+    script.write_text(DETACHING)
+    monkeypatch.setenv(hg.NAMESPACES_VAR, "0")
+    monkeypatch.setattr(hg, "_namespaces", None)
+    monkeypatch.setattr(hg, "otter_command", lambda ag, out, nb: [
+        sys.executable, str(script), mark, hg.CACHE_VARS[0]])
+    sub = hg.Submission("ann", tmp_path / "ann.ipynb", tmp_path / "ann.ipynb",
+                        nb=nbformat.from_dict(_nb()))
+    (tmp_path / "cache").mkdir()
+
+    def run():
+        work = Path(tempfile.mkdtemp(dir=tmp_path))
+        return hg._otter_run(sub, "setup", tmp_path / "ag.zip", work, timeout=120,
+                             cell_timeout=10, memory=0, output_cap=10**6,
+                             cache_dir=tmp_path / "cache")
+
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(hg, "reap_orphans", lambda before, keep=(): 0)
+            run()
+        assert len(_marked(mark)) == 1  # without the reaping the detached process survives
+        for pid in _marked(mark):
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)  # our child: the grader (this process) is its subreaper
+        out = run()
+        assert "judges 1; own cache True; judge's cache False" in out["log"], out["log"]
+        time.sleep(0.2)
+        assert _marked(mark) == []
+    finally:
+        for pid in _marked(mark):
+            os.kill(pid, 9)
 
 
 needs_namespaces = pytest.mark.skipif(
@@ -1242,6 +1345,66 @@ def test_a_submission_in_its_namespaces_cannot_reach_another_and_leaves_nothing(
         tcp.close()
         for pid in _marked(f"{mark}-child"):
             os.kill(pid, 9)
+
+
+HIDDEN_BUILD = r'''
+import json, os, sys
+hide, keep, work, box = sys.argv[1:5]
+out = {"hide": sorted(os.listdir(hide)), "work": sorted(os.listdir(work))}
+for name, path in (("master", os.path.join(hide, "assign", "setup", "master", "setup.ipynb")),
+                   ("assign", os.path.join(hide, "assign"))):
+    try:
+        out[name] = open(path).read() if name == "master" else os.listdir(path)
+    except OSError as e:
+        out[name] = type(e).__name__
+out["cached"] = open(os.path.join(keep, "entry")).read()
+with open(os.path.join(keep, "planted"), "w") as f:
+    f.write("from the box")
+with open(os.path.join(box, "out.txt"), "w") as f:
+    f.write("run folder")
+out["box"] = open(os.path.join(box, "out.txt")).read()
+print(json.dumps(out))
+'''
+
+
+@needs_namespaces
+@pytest.mark.parametrize("layout", ["apart", "work inside _build"])
+def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layout):
+    """Issue 16, gap 2: inside the namespaces the checkout's ``_build`` (master notebooks with
+    the solutions and seeds, autograder zips) is an empty folder: the master notebook cannot be
+    read, ``assign/`` cannot be listed; the shared cache folder inside it is still there and
+    writable (what is written stays afterwards), and the run folder works, also when the work
+    folder is itself inside ``_build``."""
+    import subprocess
+    import sys
+
+    build = tmp_path / "checkout" / "_build"
+    master = build / "assign" / "setup" / "master" / "setup.ipynb"
+    master.parent.mkdir(parents=True)
+    master.write_text("the solutions")
+    keep = build / "grade-cache" / "jax"
+    keep.mkdir(parents=True)
+    (keep / "entry").write_text("compiled")
+    work = (build / "tmp" if layout != "apart" else tmp_path) / "krr-grade-x"
+    box = work / "run-a"
+    box.mkdir(parents=True)
+    (work / "run-b").mkdir()
+    script = box / "inside.py"
+    script.write_text(HIDDEN_BUILD)
+    proc = subprocess.run(hg.namespace_command(work, box, [
+        sys.executable, str(script), str(build), str(keep), str(work), str(box)],
+        hide=build, keep=keep), capture_output=True, text=True, timeout=120, cwd=box)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # _build shows only the folders on the way to what is kept (the cache, the run folder)
+    assert out["hide"] == (["grade-cache"] if layout == "apart" else ["grade-cache", "tmp"])
+    assert out["master"] == "FileNotFoundError" and out["assign"] == "FileNotFoundError"
+    assert out["cached"] == "compiled" and out["work"] == ["run-a"]
+    assert out["box"] == "run folder" and (box / "out.txt").read_text() == "run folder"
+    assert (keep / "planted").read_text() == "from the box"  # written through, seen outside
+    assert master.read_text() == "the solutions" and (work / "run-b").is_dir()
+    with pytest.raises(ValueError, match="keep: "):
+        hg.namespace_command(work, box, ["true"], hide=build, keep=build / "missing")
 
 
 def test_a_child_dies_with_the_grader_even_one_that_died_first(tmp_path):
