@@ -608,11 +608,20 @@ NAMESPACES_VAR = "KRR_GRADE_NAMESPACES"  # "0": never use namespaces (the fallba
 # tmpfs). The run folder and the kept folder are opened (fd 3, 4) before anything is hidden and
 # bound from /proc/self/fd, so the order holds wherever they are: the work folder may be inside
 # the hidden one (TMPDIR in _build), the kept folder inside both; the binds come last.
+# First, each folder of ``readonly`` (the checkout and the venv: code the judge loads, with
+# its __pycache__) is bound onto itself read-only; the run folder and the kept folder stay
+# writable inside one, as a bind takes the flags of the mount it comes from (fd 3, 4 were
+# opened before).
 NAMESPACE_SCRIPT = r"""set -e
-work="$1"; box="$2"; net="$3"; hide="$4"; keep="$5"; shift 5
+work="$1"; box="$2"; net="$3"; hide="$4"; keep="$5"; n="$6"; shift 6
 if [ "$net" = net ]; then ip link set lo up; fi
 exec 3<"$box"
 if [ "$keep" != - ]; then exec 4<"$keep"; fi
+while [ "$n" -gt 0 ]; do
+  mount --bind --no-canonicalize "$1" "$1"
+  mount -o remount,bind,ro --no-canonicalize "$1"
+  n=$((n - 1)); shift
+done
 if [ "$hide" != - ]; then mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$hide"; fi
 mkdir -p "$work"
 mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$work"
@@ -640,31 +649,48 @@ _namespaces: bool | None = None  # the probe's answer, once per grader process
 _network = False  # and whether a network namespace (loopback only) works too
 
 
+def readonly_folders() -> tuple[Path, ...]:
+    """The folders a submission must not write inside its namespaces: the checkout (``lib/``
+    and ``homework/`` with their ``__pycache__``, code the judge loads) and the Python
+    environment grading runs in (``sys.prefix``: the venv), when it is not inside the
+    checkout."""
+    prefix = Path(sys.prefix).resolve()
+    root = ROOT.resolve()
+    return (root,) if prefix.is_relative_to(root) else (root, prefix)
+
+
 def namespace_command(work: Path, box: Path, command: list[str], net: bool | None = None,
-                      hide: Path | None = None, keep: Path | None = None) -> list[str]:
+                      hide: Path | None = None, keep: Path | None = None,
+                      readonly: tuple[Path, ...] = ()) -> list[str]:
     """``command`` in new user, PID and mount namespaces in which only ``box`` of ``work`` is
     visible, ``hide`` (when it exists) is an empty folder except ``keep``, which stays visible
-    and writable at its path, and nothing has capabilities; every process it starts dies with
-    it. With ``net`` (default: when the probe found it works, :func:`namespaces_available`)
-    also a network namespace with only a loopback interface: no network, and no TCP port of
-    another submission's kernel or of the machine (the judge's socket is a file: it still
-    works).
+    and writable at its path, each folder of ``readonly`` (bound onto itself first, so ``box``,
+    ``hide`` and ``keep`` inside one stay as described) cannot be written, and nothing has
+    capabilities; every process it starts dies with it. With ``net`` (default: when the
+    probe found it works, :func:`namespaces_available`) also a network namespace with only a
+    loopback interface: no network, and no TCP port of another submission's kernel or of the
+    machine (the judge's socket is a file: it still works).
 
     Raises:
-        ValueError: ``keep`` is not an existing folder.
+        ValueError: ``keep`` or a folder of ``readonly`` is not an existing folder.
     """
     if net is None:
         net = bool(namespaces_available()) and _network
     if keep is not None and not Path(keep).is_dir():
         raise ValueError(f"keep: {keep} is not an existing folder")
+    for folder in readonly:
+        if not Path(folder).is_dir():
+            raise ValueError(f"readonly: {folder} is not an existing folder")
     hidden = str(hide) if hide is not None and Path(hide).is_dir() else "-"
     return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
             "--mount-proc", "--mount", *(["--net"] if net else []), "--", "sh", "-c",
             NAMESPACE_SCRIPT, "krr-grade-box", str(work), str(box), "net" if net else "-",
-            hidden, "-" if keep is None else str(keep), *command]
+            hidden, "-" if keep is None else str(keep), str(len(readonly)),
+            *map(str, readonly), *command]
 
 
 PROBE = ('test "$$" = 1 && test ! -e "$0/other" && test -e "$0/run-probe/mine" && '
+         '! touch "$0/ro/planted" 2>/dev/null && touch "$0/run-probe/written" && '
          'test ! -e "$0/build/secret" && test -e "$0/build/cache/kept" && '
          'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && echo krr-namespaces-ok')
 
@@ -691,11 +717,13 @@ def _probe(net: bool) -> bool:
         (work / "build" / "cache").mkdir(parents=True)
         (work / "build" / "secret").touch()
         (work / "build" / "cache" / "kept").touch()
+        (work / "ro").mkdir()
         try:
             proc = subprocess.run(namespace_command(work, work / "run-probe",
                                                     ["sh", "-c", PROBE, str(work)], net=net,
                                                     hide=work / "build",
-                                                    keep=work / "build" / "cache"),
+                                                    keep=work / "build" / "cache",
+                                                    readonly=(work / "ro",)),
                                   capture_output=True, text=True, timeout=60,
                                   stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
@@ -938,7 +966,8 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     timed_out = False
     command = otter_command(autograder, out, nb_path)
     if isolate:  # the checkout's _build (master notebooks, autograder zips) hidden
-        command = namespace_command(work, box, command, hide=ROOT / "_build", keep=cache_dir)
+        command = namespace_command(work, box, command, hide=ROOT / "_build", keep=cache_dir,
+                                    readonly=readonly_folders())
     with open(log, "wb") as logf:
         try:
             if _stopping:

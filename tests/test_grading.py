@@ -1363,6 +1363,14 @@ with open(os.path.join(keep, "planted"), "w") as f:
 with open(os.path.join(box, "out.txt"), "w") as f:
     f.write("run folder")
 out["box"] = open(os.path.join(box, "out.txt")).read()
+for name, path in (("pycache", os.path.join(hide, "..", "lib", "__pycache__", "lib.cpython.pyc")),
+                   ("checkout", os.path.join(hide, "..", "planted.py"))):
+    try:
+        with open(path, "w") as f:
+            f.write("code the judge would load")
+        out[name] = "written"
+    except OSError as e:
+        out[name] = type(e).__name__
 print(json.dumps(out))
 '''
 
@@ -1374,11 +1382,13 @@ def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layou
     the solutions and seeds, autograder zips) is an empty folder: the master notebook cannot be
     read, ``assign/`` cannot be listed; the shared cache folder inside it is still there and
     writable (what is written stays afterwards), and the run folder works, also when the work
-    folder is itself inside ``_build``."""
+    folder is itself inside ``_build``; the rest of the checkout (``lib/__pycache__``: code the
+    judge loads) cannot be written."""
     import subprocess
     import sys
 
     build = tmp_path / "checkout" / "_build"
+    (tmp_path / "checkout" / "lib" / "__pycache__").mkdir(parents=True)
     master = build / "assign" / "setup" / "master" / "setup.ipynb"
     master.parent.mkdir(parents=True)
     master.write_text("the solutions")
@@ -1393,7 +1403,8 @@ def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layou
     script.write_text(HIDDEN_BUILD)
     proc = subprocess.run(hg.namespace_command(work, box, [
         sys.executable, str(script), str(build), str(keep), str(work), str(box)],
-        hide=build, keep=keep), capture_output=True, text=True, timeout=120, cwd=box)
+        hide=build, keep=keep, readonly=(tmp_path / "checkout",)), capture_output=True,
+        text=True, timeout=120, cwd=box)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     # _build shows only the folders on the way to what is kept (the cache, the run folder)
@@ -1403,6 +1414,10 @@ def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layou
     assert out["box"] == "run folder" and (box / "out.txt").read_text() == "run folder"
     assert (keep / "planted").read_text() == "from the box"  # written through, seen outside
     assert master.read_text() == "the solutions" and (work / "run-b").is_dir()
+    assert out["pycache"] == "OSError" and out["checkout"] == "OSError"  # EROFS
+    assert not list((tmp_path / "checkout" / "lib" / "__pycache__").iterdir())
+    with pytest.raises(ValueError, match="readonly: "):
+        hg.namespace_command(work, box, ["true"], readonly=(tmp_path / "missing",))
     with pytest.raises(ValueError, match="keep: "):
         hg.namespace_command(work, box, ["true"], hide=build, keep=build / "missing")
 
