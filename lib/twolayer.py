@@ -123,7 +123,9 @@ def two_layer(params, x, output_scale: float = 1.0):
             computing) or an output beyond float64's range (an intermediate product that
             overflows while the output is finite is recomputed in scaled form, and so is an
             output below 1e-290 in magnitude, which XLA's flushing of subnormal inputs,
-            weights or ``output_scale`` would turn into 0).
+            weights or ``output_scale`` would turn into 0, and any output computed from a
+            subnormal entry of ``x``, ``a`` or ``B``, which XLA reads as 0 even where a huge
+            weight makes it count: ``b = (1, 1e305)``, ``x = (1e-5, 1e-310)`` gives 2e-5).
 
     Example:
         >>> import jax.numpy as jnp
@@ -139,7 +141,8 @@ def two_layer(params, x, output_scale: float = 1.0):
     s = _scale(output_scale)
     _finite_inputs((a, B, x))
     return _finite_output(s / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x)), (a, B, x),
-                          lambda: _scaled_output(a, B, x[None, :], s)[0])
+                          lambda: _scaled_output(a, B, x[None, :], s)[0],
+                          _subnormal_rows(a, B, x[None, :]))
 
 
 def two_layer_batch(params, X, output_scale: float = 1.0):
@@ -170,7 +173,8 @@ def two_layer_batch(params, X, output_scale: float = 1.0):
     _finite_inputs((a, B, X))
     return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X),
                           lambda rows=None: _scaled_output(
-                              a, B, X if rows is None else np.asarray(X)[rows], s))
+                              a, B, X if rows is None else np.asarray(X)[rows], s),
+                          _subnormal_rows(a, B, X))
 
 
 def _scale(output_scale):
@@ -191,14 +195,36 @@ def _finite_inputs(inputs):
             raise ValueError(f"{name} contains NaN or inf")
 
 
-def _finite_output(out, inputs, scaled=None):
+def _subnormal_rows(a, B, X):
+    """Boolean ``(n,)`` mask of the inputs (rows of X) whose output XLA would compute from a
+    flushed subnormal number: every row when ``a`` or ``B`` holds a subnormal entry, else the
+    rows of X that hold one (None when any of them is traced). A subnormal entry times a huge
+    weight is not negligible: x = (1e-5, 1e-310) with b = (1, 1e305) gives 2e-5, not 1e-5."""
+    if any(isinstance(v, jax.core.Tracer) for v in (a, B, X)):
+        return None
+    tiny = np.finfo(np.float64).tiny
+
+    def sub(v):
+        v = np.abs(np.asarray(v, dtype=np.float64))
+        return (v > 0) & (v < tiny)
+
+    rows = sub(X).any(axis=1) if np.ndim(X) == 2 else np.zeros(0, bool)
+    if sub(a).any() or sub(B).any():
+        rows = np.ones_like(rows)
+    return rows
+
+
+def _finite_output(out, inputs, scaled=None, subnormal=None):
     """Return a concrete result if finite; else recompute it in scaled form (an intermediate
     such as a_j (b_j^T x)_+ may overflow while the output s/m sum_j ... is finite) and raise
-    only when the output itself is beyond float64's range, naming the cause."""
+    only when the output itself is beyond float64's range, naming the cause. Outputs flagged
+    in ``subnormal`` (computed by XLA from a flushed subnormal input) are recomputed too."""
     if isinstance(out, jax.core.Tracer):
         return out
     if np.isfinite(np.asarray(out)).all():
         small = np.abs(np.asarray(out)) < _SMALL
+        if subnormal is not None and np.any(subnormal):
+            small = small | np.asarray(subnormal).reshape(small.shape)
         if not small.any() or scaled is None or any(isinstance(v, jax.core.Tracer)
                                                     for v in inputs):
             return out
