@@ -249,20 +249,37 @@ def _finite_output(out, inputs, scaled=None, subnormal=None):
                      "weights or output_scale too large)")
 
 
+def _pow2_sum(mant, exp, axis):
+    """``sum(mant * 2**exp)`` along ``axis`` as ``(m, e)`` with the value ``m * 2**e``: each
+    term is shifted relative to the largest exponent along the axis, so nothing overflows and
+    only terms below 2**-1074 times the largest one are lost (negligible beside it)."""
+    live = mant != 0
+    top = np.max(np.where(live, exp, np.iinfo(np.int64).min), axis=axis, keepdims=True)
+    top = np.where(top == np.iinfo(np.int64).min, 0, top)
+    with np.errstate(under="ignore"):
+        total = np.sum(np.ldexp(mant, np.where(live, exp - top, 0)), axis=axis)
+    m, e = np.frexp(total)
+    return m, e + np.squeeze(top, axis=axis)
+
+
 def _scaled_output(a, B, X, s):
-    """s/m relu(X B^T) a computed on a / max|a|, B / max|B|, X / max|X| (the network is
-    1-homogeneous in each), the scales multiplied back at the end (numpy)."""
+    """s/m sum_j a_j relu(b_j^T x) for each row x of X, every product and sum carried as a
+    mantissa and a power of two (numpy's frexp), so that no intermediate overflows, underflows
+    or is flushed (subnormal inputs count at full weight: 1e305 * 1e-310 = 1e-5), the power
+    of two applied once at the end."""
     a, B, X = (np.asarray(v, dtype=np.float64) for v in (a, B, X))
-    sa, sb = (_validate.pow2_scale(v) for v in (a, B))  # exact divisions
-    mx = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
-    sx = _validate.pow2_of(mx)  # one power of two per input (row)
-    unit = np.maximum((X / sx[:, None]) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
-    # all scales as one power of two applied last (a single rounding, even for a subnormal
-    # output_scale or result)
-    mant, exp = np.frexp(float(s))
-    exp = int(exp) + int(np.frexp(sa)[1]) + int(np.frexp(sb)[1]) - 2 + np.frexp(sx)[1] - 1
-    with np.errstate(over="ignore", under="ignore"):
-        return np.ldexp(unit * mant, exp)
+    ma, ea = np.frexp(a)
+    mb, eb = np.frexp(B)
+    sm, se = np.frexp(float(s))
+    out = np.empty(X.shape[0])
+    for k, x in enumerate(X):  # one input at a time: an (m, d) block of products
+        mx, ex = np.frexp(x)
+        zm, ze = _pow2_sum(mb * mx[None, :], eb.astype(np.int64) + ex[None, :], axis=1)
+        zm = np.maximum(zm, 0.0)  # the ReLU acts on the sign of the mantissa
+        om, oe = _pow2_sum((ma * zm)[None, :], (ea.astype(np.int64) + ze)[None, :], axis=1)
+        with np.errstate(over="ignore", under="ignore"):
+            out[k] = np.ldexp(om[0] * sm / a.shape[0], int(oe[0]) + int(se))
+    return out
 
 
 _SMALL = 1e-290
