@@ -236,16 +236,28 @@ def _two_product(a, b):
 
 def _exact_quadratic_form(K, c):
     """``c^T K c`` for max |K|, max |c| <= 1: every term ``c_i K_ij c_j`` split error-free into
-    four floats (:func:`_two_product` twice) and all summed exactly (``math.fsum``), so the
-    result is the exact value rounded once (up to products below the normal range, ~1e-308,
-    each lost in full: negligible beside a norm of the scaled inputs)."""
+    four floats (:func:`_two_product` twice), each row's terms summed with error-free
+    additions (its sum and its rounding errors' sum: accurate as in doubled precision) and the
+    rows' parts summed exactly (``math.fsum``): the exact value rounded once, up to about
+    ``n eps^2 sum |c_i K_ij c_j|`` (and products below the normal range, ~1e-308, lost in
+    full: negligible beside a norm of the scaled inputs)."""
     import math
 
     with np.errstate(under="ignore"):
         p1, e1 = _two_product(K, c[None, :])
         p2, e2 = _two_product(c[:, None], p1)
         p3, e3 = _two_product(c[:, None], e1)
-    return math.fsum(np.concatenate([p2.ravel(), e2.ravel(), p3.ravel(), e3.ravel()]).tolist())
+        terms = np.concatenate([p2, e2, p3, e3], axis=1)  # row i: its 4n terms
+    # each row summed with error-free additions (TwoSum), vectorized over the rows: the row
+    # sum is then s + (sum of the errors), the errors' float sum adding only eps^2 relative
+    s = np.zeros(terms.shape[0])
+    err = np.zeros(terms.shape[0])
+    for col in terms.T:
+        t = s + col
+        bb = t - s
+        err += (s - (t - bb)) + (col - bb)
+        s = t
+    return math.fsum(np.concatenate([s, err]).tolist())
 
 
 def _pair(K0, K1):
