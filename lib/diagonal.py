@@ -360,6 +360,7 @@ def q_D(u, depth=2):
 
 
 def _check_alpha(alpha):
+    _validate.no_prng_key("alpha", alpha, "a positive number or a 1-D array of them")
     raw = None if isinstance(alpha, bool | str | bytes) else np.asarray(alpha)
     if raw is not None and (np.iscomplexobj(raw) or not np.issubdtype(raw.dtype, np.number)
                             or raw.dtype == np.bool_):

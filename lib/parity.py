@@ -73,6 +73,7 @@ def _check_problem(n, subset, alpha):
     alpha = _validate.scalar("alpha", alpha)  # also a Python int of any size: "too large"
     if not (0.0 <= alpha <= 1.0):
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+    _validate.no_prng_key("subset", subset, "a sequence of integer indices")
     if isinstance(subset, str | bytes):
         raise ValueError(f"subset must be a sequence of integer indices, got {subset!r}")
     raw = np.asarray(subset)
