@@ -1615,6 +1615,8 @@ def _key_slot_calls():
         ("margin_limit tol", "tol", lambda v: diagonal.margin_limit(X2, yc, 1e-2, tol=v)),
         ("gradient_descent step_size", "step_size", lambda v: flows.gradient_descent(
             quad, np.ones(2), step_size=v, num_steps=2)),
+        ("gradient_descent_path snapshots", "snapshots", lambda v: diagonal.gradient_descent_path(
+            X2, y2, 1.0, step_size=0.01, num_steps=2, snapshots=v)),
         ("gradient_descent target", "target", lambda v: flows.gradient_descent(
             quad, np.ones(2), step_size=0.1, num_steps=2, target=v)),
         ("gradient_descent_sweep step_size", "step_size", lambda v: flows.gradient_descent_sweep(
