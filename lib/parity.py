@@ -427,7 +427,7 @@ def parity_atoms(n: int, subset, alpha: float, kind: str = "biased"):
     if n > MAX_ENUMERATE:
         raise ValueError(f"n = {n} is too large to enumerate 2^n points; need n <= "
                          f"{MAX_ENUMERATE}")
-    if kind not in ("biased", "leaky"):
+    if not isinstance(kind, str) or kind not in ("biased", "leaky"):
         raise ValueError(f"kind must be 'biased' or 'leaky', got {kind!r}")
     x = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
     y = np.prod(x[:, idx], axis=1)

@@ -1684,3 +1684,12 @@ def test_typed_prng_key_as_a_scalar_is_refused_by_name(slot, name, call):
     # inside the validators (np.asarray cannot read the extended dtype key<fry>)
     with pytest.raises(ValueError, match=rf"^{name} must be .*(PRNG key|dtype key)"):
         call(jax.random.key(0))
+
+
+@pytest.mark.parametrize("kind", [np.array(["biased", "leaky"]), np.array("biased"), ["biased"],
+                                  b"biased", None, 1])
+def test_parity_atoms_kind_not_a_string_is_refused_by_name(kind):
+    # issue 21 round 9 (F12): a numpy array of strings gave numpy's "truth value of an array is
+    # ambiguous" from the membership test
+    with pytest.raises(ValueError, match="^kind must be 'biased' or 'leaky'"):
+        parity.parity_atoms(3, [0], 0.5, kind=kind)
