@@ -1347,8 +1347,14 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
             raise ValueError(f"mu and X are out of range together: the limit depends on them "
                              f"through mu * max|X| = {mu:.3e} * {cx:.3e}, outside float64's "
                              "range: rescale X or mu")
-        out = margin_limit(np.asarray(X) / cx, y, mu_s, depth, tol=tol, max_iter=max_iter,
-                           return_dual=return_dual)
+        try:
+            out = margin_limit(np.asarray(X) / cx, y, mu_s, depth, tol=tol,
+                               max_iter=max_iter, return_dual=return_dual)
+        except (ValueError, RuntimeError) as err:
+            # the inner message names the rescaled mu; say what the caller passed
+            raise type(err)(f"margin_limit with mu={mu:.3e} and max|X| = {cx:.3e} (solved in "
+                            f"scaled form as X / max|X| with mu * max|X| = {mu_s:.3e}, the "
+                            f"mu named below): {err}") from err
         with np.errstate(over="ignore", under="ignore"):
             w = (out[0] if return_dual else out) / cx
         if not np.all(np.isfinite(w)):

@@ -1693,3 +1693,12 @@ def test_parity_atoms_kind_not_a_string_is_refused_by_name(kind):
     # ambiguous" from the membership test
     with pytest.raises(ValueError, match="^kind must be 'biased' or 'leaky'"):
         parity.parity_atoms(3, [0], 0.5, kind=kind)
+
+
+def test_margin_limit_scaled_form_failure_names_the_callers_mu():
+    # issue 21 round 9 (F11): X * 1e-120 is solved in scaled form with mu * max|X|; a failure
+    # there named only the internal mu = 2e-122, not the mu = 1e-2 the caller passed
+    X = np.array([[1.0, 2.0], [2.0, -0.5], [-1.0, 1.5]]) * 1e-120
+    with pytest.raises((ValueError, RuntimeError), match=r"^margin_limit with mu=1\.000e-02 "
+                                                         r"and max\|X\| = 2\.000e-120"):
+        diagonal.margin_limit(X, np.array([1.0, 1.0, -1.0]), mu=1e-2, depth=3)
