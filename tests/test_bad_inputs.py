@@ -1702,3 +1702,21 @@ def test_margin_limit_scaled_form_failure_names_the_callers_mu():
     with pytest.raises((ValueError, RuntimeError), match=r"^margin_limit with mu=1\.000e-02 "
                                                          r"and max\|X\| = 2\.000e-120"):
         diagonal.margin_limit(X, np.array([1.0, 1.0, -1.0]), mu=1e-2, depth=3)
+
+
+def test_lazy_train_initial_loss_overflow_names_alpha_not_the_step():
+    # issue 21 round 9 (F13): alpha = 1e308 makes the loss at step 0 (before any step) overflow,
+    # and the DivergenceError said "reduce their step_sizes". Independent check of the premise:
+    # (1e308 * 2)^2 overflows float64, while alpha = 1e100 trains (loss finite at step 0)
+    def model(q, x):
+        return jnp.dot(q, x)
+
+    X, y = np.ones((3, 2)), np.ones(3)
+    assert not np.isfinite(np.float64(1e308) * 2.0)
+    with pytest.raises(ValueError, match=r"^alpha = 1e\+?308 is too large: the initial loss"):
+        lazy.train(model, np.ones(2), X, y, alpha=1e308, step_size=0.1, num_steps=3)
+    with pytest.raises(ValueError, match=r"^alphas \[1e\+?308\] \(runs \[1\]\) are too large"):
+        lazy.train_sweep(model, np.ones(2), X, y, alphas=[1.0, 1e308], step_sizes=1e-3,
+                         num_steps=3)
+    run = lazy.train(model, np.ones(2), X, y, alpha=1e100, step_size=1e-201, num_steps=3)
+    assert np.isfinite(float(run.losses[0]))
