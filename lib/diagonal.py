@@ -150,11 +150,28 @@ def h_D(z, depth=2):
     depth = _check_depth(depth)
     z = _validate.real_array("z", z)
     if depth == 2:
-        return 2.0 * jnp.sinh(z)
+        return _subnormal_linear(z, 2.0 * jnp.sinh(z), 2.0)
     p = _exponent(depth)
     direct = (1.0 - z) ** (-p) - (1.0 + z) ** (-p)
     series = sum(2.0 * c * z ** k for k, c in _series_coeffs(depth))
-    return jnp.where(jnp.abs(z) < _SERIES_Z, series, direct)
+    return _subnormal_linear(z, jnp.where(jnp.abs(z) < _SERIES_Z, series, direct), 2.0 * p)
+
+
+def _subnormal_linear(x, out, slope):
+    """``out`` with its entries at subnormal ``x`` replaced by ``slope * x`` computed in numpy,
+    for an element-wise function with ``f(x) = slope * x`` to rounding near 0 (``h_D``, its
+    inverse): XLA on CPU reads subnormal inputs as 0, so ``h_D(1e-310)`` came out 0 instead of
+    2e-310. Traced inputs are returned unchanged (they cannot be inspected)."""
+    if isinstance(x, jax.core.Tracer) or isinstance(out, jax.core.Tracer):
+        return out
+    xa = np.asarray(x, dtype=np.float64)
+    sub = (xa != 0) & (np.abs(xa) < _validate.TINY)
+    if not sub.any():
+        return out
+    fixed = np.array(out, dtype=np.float64)
+    with np.errstate(under="ignore"):
+        fixed[sub] = slope * xa[sub]
+    return jnp.asarray(fixed)
 
 
 def H_D(z, depth=2):
@@ -290,12 +307,13 @@ def h_D_inverse(u, depth=2):
     depth = _check_depth(depth)
     u = _validate.real_array("u", u)
     if depth == 2:
-        return jnp.arcsinh(u / 2.0)
+        return _subnormal_linear(u, jnp.arcsinh(u / 2.0), 0.5)
     a = jnp.abs(u)
     u_half = float(h_D(0.5, depth))
     small = _z_small(jnp.minimum(a, u_half), depth)
     large = 1.0 - _gap_of(jnp.maximum(a, u_half), depth)
-    return jnp.sign(u) * jnp.where(a <= u_half, small, large)
+    return _subnormal_linear(u, jnp.sign(u) * jnp.where(a <= u_half, small, large),
+                             1.0 / (2.0 * _exponent(depth)))
 
 
 def q_D(u, depth=2):

@@ -236,3 +236,29 @@ def test_Q_bad_input():
         dg.Q(np.ones(3), 0.0)
     with pytest.raises(ValueError, match="beta"):
         dg.Q(np.array([1.0, np.nan]), 1.0)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])
+@pytest.mark.parametrize("z", [1e-310, -3e-315, 2.5e-320])
+def test_h_D_and_inverse_at_subnormal_arguments(depth, z):
+    """Issue 21 round 9 (F5): XLA reads a subnormal input as 0, so h_D(1e-310, 2) and
+    h_D_inverse(1e-310, 3) returned 0. Independent answer: h_D in exact rationals,
+    (1 - z)^-p - (1 + z)^-p with p = D / (D - 2) an integer for D = 3, 4, and for D = 2 the
+    series 2 sinh z = 2z + z^3 / 3 + ... (the cubic term ~1e-930 is far below any float)."""
+    from fractions import Fraction as F
+
+    def h_exact(t):
+        t = F(t)
+        if depth == 2:
+            return 2 * t + t ** 3 / 3
+        p = depth // (depth - 2)
+        return (1 - t) ** -p - (1 + t) ** -p
+
+    spacing = F(2.0 ** -1074)  # the subnormal grid: one rounding of the result
+    got = float(dg.h_D(np.array([z, 0.5]), depth)[0])
+    assert abs(F(got) - h_exact(z)) <= spacing / 2, (got, float(h_exact(z)))
+    inv = float(dg.h_D_inverse(np.array([z, 0.5]), depth)[0])
+    assert inv != 0 and np.sign(inv) == np.sign(z)
+    # h_D(inv) = z to within what rounding inv to the grid allows (h_D' (0) grid steps)
+    slope = 2 if depth == 2 else 2 * depth // (depth - 2)
+    assert abs(h_exact(inv) - F(z)) <= slope * spacing
