@@ -367,7 +367,11 @@ def q_D(u, depth=2):
     series = sum(2.0 * ck * k / (k + 1) * z ** (k + 1) for k, ck in _series_coeffs(depth))
     # large z: in terms of the gap g = 1 - z, H = c (g^-q + (2 - g)^-q - 2)
     g = _gap_of(jnp.maximum(a, float(h_D(_SERIES_Z, depth))), depth)
-    direct = a * (1.0 - g) - c * (g ** (-qq) + (2.0 - g) ** (-qq) - 2.0)
+    # g^-q - 1 + (2 - g)^-q - 1 as expm1(-q log g) + expm1(-q log1p(1 - g)): for large D
+    # (q = 2 / (D - 2) small, c = 1 / q large) the powers are 1 + O(q) and the difference
+    # with 2 cancelled (relative error ~ D eps: 4.7e-9 at D = 1e6)
+    direct = a * (1.0 - g) - c * (jnp.expm1(-qq * jnp.log(g))
+                                  + jnp.expm1(-qq * jnp.log1p(1.0 - g)))
     del p
     return jnp.where(z < _SERIES_Z, series, direct)
 

@@ -262,3 +262,25 @@ def test_h_D_and_inverse_at_subnormal_arguments(depth, z):
     # h_D(inv) = z to within what rounding inv to the grid allows (h_D' (0) grid steps)
     slope = 2 if depth == 2 else 2 * depth // (depth - 2)
     assert abs(h_exact(inv) - F(z)) <= slope * spacing
+
+
+@pytest.mark.parametrize("depth", [3, 10, 1000, 10**5, 10**6])
+def test_q_D_at_large_depth_against_quadrature(depth):
+    """Issue 21 round 9 (F4): q_D(0.2, D) was 5e-12 off at D = 1e3 and 4.7e-9 at D = 1e6
+    (g^-q + (2 - g)^-q - 2 cancels for q = 2 / (D - 2) small). Independent answer:
+    q_D(u) = int_0^z t h_D'(t) dt at z = h_D^{-1}(u) (integration by parts of u z - H_D(z)),
+    a sum of positive terms integrated by scipy's quad, z by Brent's method on the closed
+    form of h_D."""
+    p = depth / (depth - 2)
+
+    def h(t):
+        return (1 - t) ** (-p) - (1 + t) ** (-p)
+
+    def slope(t):
+        return t * p * ((1 - t) ** (-p - 1) + (1 + t) ** (-p - 1))
+
+    for u in (0.2, 0.5, 3.0):
+        z = optimize.brentq(lambda t, u=u: h(t) - u, 0.0, 1 - 1e-15, xtol=1e-300,
+                            rtol=8.9e-16, maxiter=500)
+        want = integrate.quad(slope, 0.0, z, epsabs=0.0, epsrel=1.2e-14, limit=200)[0]
+        assert float(dg.q_D(u, depth)) == pytest.approx(want, rel=1e-13, abs=0)
