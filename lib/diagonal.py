@@ -1087,8 +1087,9 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     Args:
         X: ``(N, d)`` design matrix. y: ``(N,)`` targets.
         alpha: scale > 0. depth: int >= 2.
-        target: stop when :math:`L \le` ``target``; default ``1e-20 * ||y||^2``, above the floor
-            that the integrator's own error leaves in the loss.
+        target: stop when :math:`L \le` ``target``; default
+            ``max(1e-20, rtol**2) * ||y||^2``, above the floor that the integrator's own error
+            leaves in the loss (about ``rtol**2 * ||y||^2``).
         rtol: relative tolerance of the adaptive solver (the absolute one is ``rtol`` times the
             typical size of :math:`\delta`).
         max_segments: segments of doubling length before giving up.
@@ -1111,7 +1112,8 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
             > 0 or subnormal (XLA would flush it to 0); ``rtol`` not in
             ``(0, 1)``; ``max_segments``/``max_steps`` not integers >= 1 (``max_steps`` at most
             1e9); ``stiff`` not a bool.
-        RuntimeError: the integrator failed, or the loss did not reach ``target`` within
+        RuntimeError: the integrator failed (the message names the target and ``rtol``), or
+            the loss did not reach ``target`` within
             ``max_segments`` (the message gives the loss reached), or, checked after the fact,
             the final ``beta`` does not satisfy :math:`L \le` ``target`` (magnitudes of ``X``
             or ``y`` far from 1, e.g. 1e150, that the flow cannot resolve).
@@ -1129,11 +1131,16 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     max_steps = _validate.size("max_steps", max_steps, minimum=1, maximum=10**9)
     stiff = _validate.boolean("stiff", stiff)
     _check_flow_system(X, y, alpha, depth)
+    default_target = target is None
     if target is None:
-        target = 1e-20 * _validate.norm(y) ** 2
+        # the loss floor the integrator's own error leaves is about rtol^2 ||y||^2 (measured
+        # on rows (1, 2, 0.5): rtol = 1e-10 .. 1e-4 reach rtol^2 ||y||^2, not 1e-4 of it), so
+        # below rtol = 1e-10 the target 1e-20 ||y||^2 is reachable, above it rtol^2 ||y||^2
+        target = max(1e-20, rtol ** 2) * _validate.norm(y) ** 2
         if not target > 0:
             raise ValueError(f"y is too small (||y|| = {_validate.norm(y):.3e}): the default "
-                             "target 1e-20 ||y||^2 underflows; rescale y or pass target")
+                             "target max(1e-20, rtol^2) ||y||^2 underflows; rescale y or pass "
+                             "target")
     else:
         target = _validate.positive("target", target, normal=True)
     T = _time_scale(X, y, alpha, depth)
@@ -1147,8 +1154,18 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     for _ in range(max_segments):
         args = (X, y, jnp.float64(alpha), jnp.float64(depth), jnp.float64(seg_T),
                 jnp.float64(target * seg_T))
-        traj, t_end = _integrate(delta, args, jnp.float64(rtol), jnp.float64(atol), max_steps,
-                                 stiff)
+        try:
+            traj, t_end = _integrate(delta, args, jnp.float64(rtol), jnp.float64(atol),
+                                     max_steps, stiff)
+        except RuntimeError as err:
+            which = ("the default target max(1e-20, rtol^2) ||y||^2" if default_target
+                     else "target")
+            raise RuntimeError(f"{err}, on the way to {which} = {target:.3e} with rtol = "
+                               f"{rtol:.1e}: a target below about rtol^2 ||y||^2 = "
+                               f"{rtol ** 2 * _validate.norm(y) ** 2:.1e} may lie under the loss "
+                               f"floor the integrator's own error leaves; pass a larger target "
+                               f"or a smaller rtol (or raise max_steps, use stiff=True)") \
+                from err
         pieces.append(traj)
         times.append(t0 + seg_T * np.asarray(_UNIT))
         delta = traj.final

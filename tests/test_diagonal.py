@@ -284,3 +284,23 @@ def test_q_D_at_large_depth_against_quadrature(depth):
                             rtol=8.9e-16, maxiter=500)
         want = integrate.quad(slope, 0.0, z, epsabs=0.0, epsrel=1.2e-14, limit=200)[0]
         assert float(dg.q_D(u, depth)) == pytest.approx(want, rel=1e-13, abs=0)
+
+
+@pytest.mark.parametrize("rtol", [1e-4, 1e-6, 1e-8, 1e-10])
+def test_gradient_flow_path_default_target_is_reachable_for_rtol(rtol):
+    """Issue 21 round 9 (F7): with the default target 1e-20 ||y||^2 the run failed after
+    300 000 steps for every rtol above 1e-10 (the integrator's error leaves a loss floor near
+    rtol^2 ||y||^2). The default is now max(1e-20, rtol^2) ||y||^2; the final beta's loss,
+    recomputed here, is below it."""
+    X, y = np.array([[1.0, 2.0, 0.5]]), np.array([1.0])
+    run = dg.gradient_flow_path(X, y, 1.0, rtol=rtol)
+    loss = float(np.sum((X @ np.asarray(run.final_beta) - y) ** 2))
+    assert run.converged and loss <= max(1e-20, rtol ** 2) * float(y @ y)
+
+
+def test_gradient_flow_path_unreachable_target_is_named():
+    # the failure names the target and rtol, not only "the integrator failed"
+    with pytest.raises(RuntimeError, match=r"on the way to target = 1\.000e-20 with rtol = "
+                                           r"1\.0e-06"):
+        dg.gradient_flow_path(np.array([[1.0, 2.0, 0.5]]), np.array([1.0]), 1.0, rtol=1e-6,
+                              target=1e-20)
