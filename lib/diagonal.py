@@ -702,9 +702,12 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             (after the rescaling below) or the limit outside float64's range. ``X`` and ``y``
             with entries beyond ``1e+-100`` are solved in scaled form (the limit for
             :math:`(c_x X', c_y y', \alpha)` is :math:`c_y/c_x` times the limit for
-            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`).
+            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`); an ``X`` so ill-conditioned that
+            the limit's own rounding, :math:`\epsilon\,\||X||\beta|\| / \|y\|`, is above
+            ``tol / 100`` and Newton (also on the equivalent system with orthonormal rows,
+            tried when the first solve fails) does not reach ``tol``.
         RuntimeError: Newton's method did not reach ``tol`` (message gives the residual and
-            the iterations), e.g. for an extremely ill-conditioned ``X``.
+            the iterations).
 
     Example:
         >>> import numpy as np
@@ -765,6 +768,34 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     betas, res, its, nus = betas[inv], np.asarray(res)[inv], np.asarray(its)[inv], nus[inv]
     ynorm = float(jnp.linalg.norm(y))
     bad = ~(res <= tol * ynorm) | ~np.all(np.isfinite(np.asarray(betas)), axis=1)
+    if np.any(bad) and X.shape[0] > 1:
+        # nearly parallel rows (condition number 1e10: rows differing by 1e-10) make the dual
+        # Hessian X W X^T too ill-conditioned for Newton (residual 0.2 after 500 iterations):
+        # retry those alphas on the equivalent system with orthonormal rows
+        betas, res, its, nus = (np.array(v) for v in (betas, res, its, nus))
+        fixed = _whitened_retry(X, y, log_scales[bad], depth, tol, max_iter)
+        if fixed is not None:
+            betas[bad], res[bad], its[bad], nus[bad] = fixed
+            bad = ~(res <= tol * ynorm) | ~np.all(np.isfinite(betas), axis=1)
+        betas = jnp.asarray(betas)
+        if np.any(bad):
+            # the residual of beta rounded to float64 alone is ~ eps |X| |beta|: when that is
+            # above tol |y| no float64 answer meets tol (rows (1, 2, 0.5) and (1, 2,
+            # 0.5 + 1e-10) with targets (1, 1.5): |beta| ~ 5e9, floor 2e-6 relative)
+            k = int(np.flatnonzero(bad)[0])
+            b = np.asarray(betas)[k]
+            with np.errstate(all="ignore"):
+                floor = float(np.finfo(float).eps * np.linalg.norm(np.abs(np.asarray(X))
+                                                                   @ np.abs(b)) / ynorm)
+            if np.all(np.isfinite(b)) and floor > 1e-2 * tol:
+                sv = np.linalg.svd(np.asarray(X), compute_uv=False)
+                raise ValueError(
+                    f"X is too ill-conditioned for tol = {tol:.1e}: condition number "
+                    f"{sv[0] / sv[-1]:.3e}, and the limit for alpha={alphas[k]:.3e} has "
+                    f"max |beta| ~ {np.max(np.abs(b)):.3e}, so rounding beta to float64 "
+                    f"alone leaves a relative residual ~ eps |X| |beta| / |y| = {floor:.1e}; "
+                    f"pass a larger tol (the residual reached is "
+                    f"{res[k] / ynorm:.1e}) or rescale or regularize X")
     if np.any(bad):
         k = int(np.flatnonzero(bad)[0])
         raise RuntimeError(
@@ -777,6 +808,36 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             return out, _Info(res[0] / ynorm, its[0], np.asarray(nus[0]))
         return out, _Info(res / ynorm, its, np.asarray(nus))
     return out
+
+
+def _whitened_retry(X, y, log_scales, depth, tol, max_iter):
+    """The limits for ``log_scales`` from the equivalent system with orthonormal rows,
+    ``Q^T beta = R^-T y`` (``X^T = Q R``), whose dual Hessian ``Q^T W Q`` has the condition
+    number of ``W`` alone. Its tolerance is tightened by ``|y| / (|R| |R^-T y|)`` so that the
+    residual on the original system meets ``tol``; returned as ``(betas, res, its, nus)`` with
+    ``res`` recomputed on the original ``X`` and ``y`` and ``nu = R^-1 nu'``, or None if the
+    factorization is not usable."""
+    from scipy.linalg import qr, solve_triangular
+
+    Xa, ya = np.asarray(X), np.asarray(y)
+    Q, R = qr(Xa.T, mode="economic")
+    with np.errstate(all="ignore"):
+        yw = solve_triangular(R, ya, trans="T")
+        if not np.all(np.isfinite(yw)):
+            return None
+        ynorm = float(np.linalg.norm(ya))
+        tol_w = tol * ynorm / (float(np.linalg.norm(R, 2)) * float(np.linalg.norm(yw)))
+    tol_w = max(tol_w, 1e-15)
+    order = np.argsort(-np.asarray(log_scales), kind="stable")
+    betas, _, its, nus = _solve_grid(jnp.asarray(Q.T), jnp.asarray(yw),
+                                     jnp.asarray(np.asarray(log_scales)[order]), depth, tol_w,
+                                     max_iter)
+    inv = np.argsort(order)
+    betas, its, nus = np.asarray(betas)[inv], np.asarray(its)[inv], np.asarray(nus)[inv]
+    with np.errstate(all="ignore"):
+        res = np.linalg.norm(betas @ Xa.T - ya[None, :], axis=1)
+        nus = solve_triangular(R, nus.T).T
+    return betas, res, its, nus
 
 
 # ----------------------------------------------------------------------------------------------

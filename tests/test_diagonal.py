@@ -304,3 +304,44 @@ def test_gradient_flow_path_unreachable_target_is_named():
                                            r"1\.0e-06"):
         dg.gradient_flow_path(np.array([[1.0, 2.0, 0.5]]), np.array([1.0]), 1.0, rtol=1e-6,
                               target=1e-20)
+
+
+def _null_space_limit(X, y):
+    """The D = 2, alpha = 1 limit for a 2 x 3 X by a different algorithm: beta = beta0 + t n
+    over the exact solution set (n = r1 x r2 and beta0 with beta_1 = 0, in exact rationals),
+    t the root of the stationarity condition n . arcsinh(beta / 2) = 0 (Brent's method)."""
+    from fractions import Fraction as F
+
+    r1, r2 = ([F(float(v)) for v in row] for row in X)
+    n = [r1[1] * r2[2] - r1[2] * r2[1], r1[2] * r2[0] - r1[0] * r2[2],
+         r1[0] * r2[1] - r1[1] * r2[0]]
+    det = r1[0] * r2[2] - r1[2] * r2[0]
+    y1, y2 = F(float(y[0])), F(float(y[1]))
+    b0 = [(y1 * r2[2] - r1[2] * y2) / det, F(0), (r1[0] * y2 - y1 * r2[0]) / det]
+    scale = max(abs(v) for v in n)
+    nf = [v / scale for v in n]
+
+    def beta(t):
+        return np.array([float(b0[i] + F(t) * nf[i]) for i in range(3)])
+
+    t = optimize.brentq(lambda t: float(np.array([float(v) for v in nf])
+                                        @ np.arcsinh(beta(t) / 2.0)),
+                        -1e12, 1e12, xtol=1e-30, rtol=8.9e-16, maxiter=2000)
+    return beta(t)
+
+
+def test_implicit_bias_limit_nearly_parallel_rows():
+    """Issue 21 round 9 (F6): rows differing by 1e-10 (condition number 4.7e10, accepted up
+    to 1e12): Newton stalled at residual 0.2 after 500 iterations even for tol = 1e-3. Now
+    retried on the equivalent system with orthonormal rows: at tol = 1e-3 the limit matches
+    the null-space reference; at tol = 1e-9, below what rounding the limit (|beta| ~ 5e9)
+    allows, it is refused naming X."""
+    X = np.array([[1.0, 2.0, 0.5], [1.0, 2.0, 0.5 + 1e-10]])
+    y = np.array([1.0, 1.5])
+    beta = np.asarray(dg.implicit_bias_limit(X, y, 1.0, 2, tol=1e-3))
+    want = _null_space_limit(X, y)
+    assert np.linalg.norm(X @ beta - y) <= 1e-3 * np.linalg.norm(y)
+    np.testing.assert_allclose(beta, want, rtol=0, atol=1e-8 * np.abs(want).max())
+    with pytest.raises(ValueError, match=r"^X is too ill-conditioned for tol = 1\.0e-09: "
+                                         r"condition number 4\.69"):
+        dg.implicit_bias_limit(X, y, 1.0, 2)
