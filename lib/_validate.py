@@ -139,6 +139,7 @@ def step_size(name, value):
     """A step size: a finite real number (or, for arrays, every entry) >= the smallest normal
     float64 (~2.2e-308). Subnormal step sizes are refused: XLA on CPU flushes them to zero, so
     no step would move and every time would be 0."""
+    no_prng_key(name, value, "a positive number or a 1-D array of them")
     if np.ndim(value) == 0 or isinstance(value, str | bytes):
         v = positive(name, value)
         if v < TINY:
@@ -160,6 +161,7 @@ def integer(name, value, *, minimum=None, maximum=None):
     """Check that ``value`` is an integer (not a bool) in ``[minimum, maximum]``; return it as
     int. Python ints of any size are accepted here and refused by the bounds (never an
     ``OverflowError`` later)."""
+    no_prng_key(name, value, "an integer")
     if isinstance(value, jnp.ndarray) and value.ndim == 0 and jnp.issubdtype(value.dtype,
                                                                              jnp.integer):
         value = int(value)
@@ -224,9 +226,30 @@ def boolean(name, value):
     return bool(value)
 
 
+def is_prng_key(value):
+    """True for a JAX array (or tracer) of a typed PRNG key dtype (``jax.random.key(0)``,
+    dtype ``key<fry>``): numpy cannot read it, so ``np.asarray`` raises a ``TypeError``."""
+    import jax
+
+    dtype = getattr(value, "dtype", None)
+    try:
+        return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    except TypeError:
+        return False
+
+
+def no_prng_key(name, value, what="a real number"):
+    """Refuse a typed PRNG key passed where a number is expected, with a ``ValueError`` naming
+    ``name`` (before numpy or JAX fail on its extended dtype with a ``TypeError``)."""
+    if is_prng_key(value):
+        raise ValueError(f"{name} must be {what}, got a JAX PRNG key (dtype {value.dtype})")
+    return value
+
+
 def scalar(name, value, *, minimum=None, maximum=None, allow_min=True, allow_max=True):
-    """Check that ``value`` is a finite real number (not a bool, string, complex or array) in
-    the given range; return it as float. Raises ``ValueError`` naming ``name``."""
+    """Check that ``value`` is a finite real number (not a bool, string, complex, array or
+    PRNG key) in the given range; return it as float. Raises ``ValueError`` naming ``name``."""
+    no_prng_key(name, value)
     if isinstance(value, bool | np.bool_) or not isinstance(
             value, numbers.Real | np.ndarray | jnp.ndarray | np.generic):
         raise ValueError(f"{name} must be a real number, got {type(value).__name__} {value!r}")

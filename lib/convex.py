@@ -87,7 +87,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     ``scipy.optimize.linprog``; the solution is accepted only when it verifies: relative
     residual, dual feasibility of the equality multipliers :math:`\lambda`
     (:math:`\|X^\top\lambda\|_\infty \le 1`, scaled system) and relative duality gap
-    :math:`|\|\beta\|_1 - y^\top\lambda| / \|\beta\|_1`, each at most 1e-9. (An
+    :math:`|\|\beta\|_1 - y^\top\lambda| / \|\beta\|_1`, each at most 1e-9; the LP's
+    point is then refined on its support :math:`S` (iterative refinement of
+    :math:`X_S\beta_S = y` with residuals computed exactly) and its residual and estimated
+    forward error on the caller's ``X`` and ``y`` must be at most 1e-9 too. (An
     interior-point solver, such as cvxpy's default Clarabel, stops at ``optimal_inaccurate``
     on the paper's problem d = 1000, N = 100, although its answer is accurate.)
 
@@ -103,7 +106,9 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             row with a different target, a system of at most 1000 entries and 30 rows is told
             apart in exact rational arithmetic: inconsistent, or consistent with an ``X`` too
             ill-conditioned; a larger one is called inconsistent or too ill-conditioned to
-            tell), for ``p = 2`` a near-singular ``X``
+            tell), for ``p = 1`` an ``X`` whose support columns are too ill-conditioned for
+            the refined answer to verify (condition number near 1 / eps), for ``p = 2`` a
+            near-singular ``X``
             whose least-squares residual is above rounding level (the interpolant is then
             ill-determined; the message gives the residual and singular values; a full-row-rank
             ``X`` is first retried with the backward-stable QR minimum-norm solution, so a
@@ -218,8 +223,14 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             # (1, 1 + 1e-12)) it may call a consistent system infeasible or return a point that
             # does not verify; solve the whitened, equivalent system and verify that instead
             beta, cert = _l1_interpolant_whitened(Xn, yn, err)
-            beta = _refine_on_support(beta, np.asarray(X), np.asarray(y), cy / cx)
+        # the LP's point solves a perturbed system (HiGHS's tolerances, the scaling by cx, the
+        # SVD of the whitened route): off by up to cond eps, which the certificate on the
+        # solved system does not see (rows (1, 2, 0.5) and a copy perturbed by 1e-11 gave a
+        # beta 5e-5 off, certified at residual 1e-16). Refine on the support with exact
+        # residuals and certify the refined beta on the original X and y
+        beta, fe = _refine_on_support(beta, np.asarray(X), np.asarray(y), cy / cx)
         beta = _unscale(beta, cy / cx, X, y)
+        cert = _certify_original(cert, np.asarray(beta), np.asarray(X), np.asarray(y), fe)
     except (ValueError, RuntimeError) as err:
         # columns of very different scales (e.g. one column x 1e12): after dividing by max |X|
         # the other columns fall below HiGHS's absolute tolerances. The equivalent weighted
@@ -232,12 +243,59 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             beta, cert = _l1_interpolant_columns(np.asarray(X), np.asarray(y))
         except (ValueError, RuntimeError):
             raise err from None
+        beta, fe = _refine_on_support(beta, np.asarray(X), np.asarray(y), 1.0)
+        cert = _certify_original(cert, beta, np.asarray(X), np.asarray(y), fe)
         beta = jnp.asarray(beta)
     return (beta, cert) if return_certificate else beta
 
 
 _EXACT_MAX = 1000
 """Largest number of entries of X for which :func:`_exact_ranks` runs (only to word an error)."""
+
+
+def _certify_original(cert, beta, X, y, forward_error):
+    """The certificate with ``residual`` the exact residual of the returned beta on the original
+    X and y (:func:`_exact_residual`) beyond what rounding beta alone leaves (entry-wise
+    ``max(0, |X beta - y| - eps |X| |beta|)``), relative to ``|y|``, and ``forward_error``
+    the larger of the refinement's estimate and ``|X_S^+ (X beta - y)| / |beta|`` on the
+    support S of beta (``inf`` for a support above N columns); raises ValueError (X too
+    ill-conditioned) when these do not verify."""
+    r = _exact_residual(X, beta, y)
+    # what rounding beta to float64 (relative eps / 2 per entry) alone can leave, |X| |beta| eps,
+    # is not counted: for an ill-conditioned X the exact optimum rounded has a residual far
+    # above 1e-9 |y| (|beta| ~ |y| / s_min); the forward error is checked separately
+    with np.errstate(over="ignore", under="ignore"):
+        s = _validate.pow2_scale(X) * _validate.pow2_scale(beta)
+        allow = np.finfo(float).eps * (np.abs(X / _validate.pow2_scale(X))
+                                       @ np.abs(beta / _validate.pow2_scale(beta)))
+        excess = np.maximum(np.abs(r) / s - allow, 0.0)
+    residual = float(_validate.norm(excess) * s / _validate.norm(y))
+    # the forward error of the returned beta itself, from its exact residual: d = X_S^+ r on its
+    # support S (a residual below the rounding allowance can still hide an error of up to
+    # cond(X_S) times it), at least the refinement's own estimate
+    support = np.flatnonzero(beta)
+    fe = np.inf
+    if 0 < support.size <= X.shape[0]:
+        from scipy.linalg import lstsq as qr_lstsq
+
+        with np.errstate(all="ignore"):
+            d = qr_lstsq(X[:, support], r, lapack_driver="gelsy", check_finite=False)[0]
+            fe = float(_validate.norm(d) / _validate.norm(beta[support]))
+    forward_error = max(float(forward_error), fe if np.isfinite(fe) else np.inf)
+    cert = cert._replace(residual=residual, forward_error=forward_error)
+    if not cert.verified():
+        sv = np.linalg.svd(X / _validate.pow2_scale(X), compute_uv=False)
+        support = np.flatnonzero(beta)
+        cond_s = (float(np.linalg.cond(X[:, support])) if 0 < support.size <= X.shape[0]
+                  else np.inf)
+        raise ValueError(f"X is too ill-conditioned for a minimum-l1 interpolant accurate to "
+                         f"{_VERIFY_TOL:.0e} in float64: on the LP's support ({support.size} "
+                         f"columns) the condition number is {cond_s:.3e} (singular values of "
+                         f"X scaled to max |X| = 1: {float(sv[-1]):.3e} to {float(sv[0]):.3e}), "
+                         f"and the solution, refined with exact residuals, verifies only to "
+                         f"relative error {forward_error:.1e} and relative residual "
+                         f"{residual:.1e} ({cert}); rescale or regularize X")
+    return cert
 
 
 def _exact_ranks(X, y):
@@ -348,7 +406,14 @@ class Certificate(NamedTuple):
     Attributes:
         solver: the solver that produced the point, e.g. ``"HiGHS"``.
         status: the solver's own status message.
-        residual: relative primal residual :math:`\|X\beta - y\| / \|y\|` (scaled system).
+        residual: relative primal residual :math:`\|X\beta - y\| / \|y\|` of the returned
+            :math:`\beta` on the caller's ``X`` and ``y``, computed exactly (error-free products,
+            exact sums), not counting what rounding :math:`\beta` to float64 leaves
+            (entry-wise :math:`\max(0, |X\beta - y| - \epsilon|X||\beta|)`; for an
+            ill-conditioned ``X`` the rounded optimum's own residual is far above 1e-9).
+        forward_error: estimated relative error :math:`\|\delta\| / \|\beta\|` of the
+            returned :math:`\beta`, with :math:`\delta = X_S^{+}(X_S\beta_S - y)` on its
+            support :math:`S` from the exact residual (0 when not estimated).
         dual_infeasibility: how far the dual point violates its constraints
             (:math:`\max(0, \|X^\top\lambda\|_\infty - 1)` for the l1 problem).
         gap: relative duality gap :math:`|\|\beta\|_1 - y^\top\lambda| / \|\beta\|_1`;
@@ -361,10 +426,13 @@ class Certificate(NamedTuple):
     residual: float
     dual_infeasibility: float
     gap: float
+    forward_error: float = 0.0
 
     def verified(self, tol: float = _VERIFY_TOL) -> bool:
-        """True when residual, dual infeasibility and gap are all at most ``tol``."""
-        return max(self.residual, self.dual_infeasibility, self.gap) <= tol
+        """True when residual, dual infeasibility, gap and forward error are all at most
+        ``tol``."""
+        return max(self.residual, self.dual_infeasibility, self.gap,
+                   self.forward_error) <= tol
 
 
 def _l1_interpolant(Xn, yn):
@@ -426,26 +494,104 @@ def _l1_interpolant_whitened(Xn, yn, first_error):
     return beta, cert._replace(solver="HiGHS (whitened system)")
 
 
+def _two_product(a, b):
+    """Error-free product (Dekker): ``a * b = p + e`` exactly, element-wise, for entries of
+    magnitude at most about 1 (no overflow in the split) whose products are not subnormal."""
+    split = 134217729.0  # 2**27 + 1
+    ca, cb = split * a, split * b
+    ah = ca - (ca - a)
+    al = a - ah
+    bh = cb - (cb - b)
+    bl = b - bh
+    p = a * b
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def _exact_residual(A, b, y):
+    """``A @ b - y`` correctly rounded (each entry the float64 nearest the exact value): A, b
+    and y divided by powers of two to max 1 (exact), the products split error-free
+    (:func:`_two_product`) and each row summed exactly (``math.fsum``). Products below the
+    normal range (about 1e-292 after scaling) lose their low bits, an error negligible beside
+    the residual relative to max |y| that it is used for."""
+    import math
+
+    sa, sb = _validate.pow2_scale(A), _validate.pow2_scale(b)
+    As, bs = A / sa, b / sb
+    with np.errstate(under="ignore", over="ignore"):
+        ys = (y / sa) / sb
+        p, e = _two_product(As, bs[None, :])
+    rows = [math.fsum([*pi, *ei, -yi]) for pi, ei, yi in zip(p, e, ys, strict=True)]
+    with np.errstate(under="ignore", over="ignore"):
+        return np.asarray(rows, dtype=np.float64) * sa * sb
+
+
+_REFINE_STEPS = 30
+"""Most steps of iterative refinement in :func:`_refine_on_support`."""
+
+
 def _refine_on_support(beta_scaled, X, y, factor):
-    """The LP vertex's support S: recompute beta_S from X_S beta_S = y by a direct solve on the
-    original (unscaled) X and y, returned in the scaled units of ``beta_scaled``: the SVD
-    route, and dividing X by a non-power-of-two scale, lose digits when X is
-    ill-conditioned. Kept only when finite and of the same signs as the LP's answer."""
-    support = np.abs(beta_scaled) > 1e-12 * float(np.max(np.abs(beta_scaled)))
-    if not 0 < support.sum() <= X.shape[0] or not np.isfinite(factor) or factor <= 0:
-        return beta_scaled
+    """The LP vertex's support S: recompute beta_S from X_S beta_S = y on the original
+    (unscaled) X and y by a direct solve (LU for a square X_S, else pivoted QR) and iterative
+    refinement with the residual computed exactly (:func:`_exact_residual`), so the result is
+    accurate to rounding whenever cond(X_S) eps < 1, however ill-conditioned X is (a float64
+    solve alone is off by up to cond(X_S) eps: 5e-5 relative at cond 1e12).
+
+    Returns ``(beta, forward_error)`` in the scaled units of ``beta_scaled``: the refined beta
+    when finite and of the LP's signs on S, else the LP's own beta; ``forward_error`` is
+    ``|d| / |beta|`` for the correction ``d = X_S^+ (X_S beta_S - y)`` of the returned beta
+    computed from its exact residual, an estimate of its relative error (to first order,
+    exact in the correction's own relative accuracy cond(X_S) eps), or ``inf`` when it
+    cannot be estimated (empty support, a support larger than N, non-finite numbers)."""
+    from scipy.linalg import lstsq as qr_lstsq
+    from scipy.linalg import lu_factor, lu_solve
+
+    beta_scaled = np.asarray(beta_scaled, dtype=np.float64)
+    # an entry's weight in X beta is |beta_j| max |X_j| (columns may differ by 1e12 in scale)
     with np.errstate(all="ignore"):
-        XS = X[:, support]
+        w = np.abs(beta_scaled) * np.max(np.abs(X), axis=0)
+    wmax = float(np.max(w)) if w.size else 0.0
+    support = w > 1e-12 * wmax
+    if (not 0 < support.sum() <= X.shape[0] or not np.isfinite(factor) or factor <= 0
+            or not np.all(np.isfinite(beta_scaled))):
+        return beta_scaled, np.inf
+    XS = X[:, support]
+    with np.errstate(all="ignore"):
         if XS.shape[0] == XS.shape[1]:  # LU: SVD-based lstsq loses digits in 1 / s_min
-            sol = np.linalg.solve(XS, y) / factor
+            lu = lu_factor(XS, check_finite=False)
+
+            def solve(r):
+                return lu_solve(lu, r, check_finite=False)
         else:  # QR with column pivoting
-            from scipy.linalg import lstsq as qr_lstsq
-            sol = qr_lstsq(XS, y, lapack_driver="gelsy")[0] / factor
-    if np.all(np.isfinite(sol)) and np.all(np.sign(sol) == np.sign(beta_scaled[support])):
-        refined = np.zeros_like(beta_scaled)
-        refined[support] = sol
-        return refined
-    return beta_scaled
+            def solve(r):
+                return qr_lstsq(XS, r, lapack_driver="gelsy", check_finite=False)[0]
+
+        def correction(b):
+            r = _exact_residual(XS, b, y)
+            d = solve(r)
+            nb = np.linalg.norm(b)
+            fe = float(np.linalg.norm(d) / nb) if nb > 0 else np.inf
+            return d, (fe if np.isfinite(fe) else np.inf)
+
+        lp = beta_scaled[support] * factor
+        b = solve(y) if np.all(np.isfinite(XS)) else lp
+        d, fe = correction(b) if np.all(np.isfinite(b)) else (None, np.inf)
+        for _ in range(_REFINE_STEPS):
+            if not fe > 2 * np.finfo(float).eps:
+                break
+            nxt = b - d
+            d_n, fe_n = correction(nxt)
+            if not fe_n < 0.5 * fe:  # no longer contracting: cond(X_S) eps is not << 1
+                if fe_n < fe:
+                    b, d, fe = nxt, d_n, fe_n
+                break
+            b, d, fe = nxt, d_n, fe_n
+        if fe < np.inf and np.all(np.sign(b) == np.sign(lp)):
+            refined = np.zeros_like(beta_scaled)
+            refined[support] = b / factor
+            return refined, fe
+        _, fe_lp = correction(lp) if np.all(np.isfinite(lp)) else (None, np.inf)
+    return beta_scaled, fe_lp
 
 
 def _unscale(beta_scaled, factor, X, y):

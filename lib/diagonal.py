@@ -150,11 +150,28 @@ def h_D(z, depth=2):
     depth = _check_depth(depth)
     z = _validate.real_array("z", z)
     if depth == 2:
-        return 2.0 * jnp.sinh(z)
+        return _subnormal_linear(z, 2.0 * jnp.sinh(z), 2.0)
     p = _exponent(depth)
     direct = (1.0 - z) ** (-p) - (1.0 + z) ** (-p)
     series = sum(2.0 * c * z ** k for k, c in _series_coeffs(depth))
-    return jnp.where(jnp.abs(z) < _SERIES_Z, series, direct)
+    return _subnormal_linear(z, jnp.where(jnp.abs(z) < _SERIES_Z, series, direct), 2.0 * p)
+
+
+def _subnormal_linear(x, out, slope):
+    """``out`` with its entries at subnormal ``x`` replaced by ``slope * x`` computed in numpy,
+    for an element-wise function with ``f(x) = slope * x`` to rounding near 0 (``h_D``, its
+    inverse): XLA on CPU reads subnormal inputs as 0, so ``h_D(1e-310)`` came out 0 instead of
+    2e-310. Traced inputs are returned unchanged (they cannot be inspected)."""
+    if isinstance(x, jax.core.Tracer) or isinstance(out, jax.core.Tracer):
+        return out
+    xa = np.asarray(x, dtype=np.float64)
+    sub = (xa != 0) & (np.abs(xa) < _validate.TINY)
+    if not sub.any():
+        return out
+    fixed = np.array(out, dtype=np.float64)
+    with np.errstate(under="ignore"):
+        fixed[sub] = slope * xa[sub]
+    return jnp.asarray(fixed)
 
 
 def H_D(z, depth=2):
@@ -290,12 +307,13 @@ def h_D_inverse(u, depth=2):
     depth = _check_depth(depth)
     u = _validate.real_array("u", u)
     if depth == 2:
-        return jnp.arcsinh(u / 2.0)
+        return _subnormal_linear(u, jnp.arcsinh(u / 2.0), 0.5)
     a = jnp.abs(u)
     u_half = float(h_D(0.5, depth))
     small = _z_small(jnp.minimum(a, u_half), depth)
     large = 1.0 - _gap_of(jnp.maximum(a, u_half), depth)
-    return jnp.sign(u) * jnp.where(a <= u_half, small, large)
+    return _subnormal_linear(u, jnp.sign(u) * jnp.where(a <= u_half, small, large),
+                             1.0 / (2.0 * _exponent(depth)))
 
 
 def q_D(u, depth=2):
@@ -349,7 +367,11 @@ def q_D(u, depth=2):
     series = sum(2.0 * ck * k / (k + 1) * z ** (k + 1) for k, ck in _series_coeffs(depth))
     # large z: in terms of the gap g = 1 - z, H = c (g^-q + (2 - g)^-q - 2)
     g = _gap_of(jnp.maximum(a, float(h_D(_SERIES_Z, depth))), depth)
-    direct = a * (1.0 - g) - c * (g ** (-qq) + (2.0 - g) ** (-qq) - 2.0)
+    # g^-q - 1 + (2 - g)^-q - 1 as expm1(-q log g) + expm1(-q log1p(1 - g)): for large D
+    # (q = 2 / (D - 2) small, c = 1 / q large) the powers are 1 + O(q) and the difference
+    # with 2 cancelled (relative error ~ D eps: 4.7e-9 at D = 1e6)
+    direct = a * (1.0 - g) - c * (jnp.expm1(-qq * jnp.log(g))
+                                  + jnp.expm1(-qq * jnp.log1p(1.0 - g)))
     del p
     return jnp.where(z < _SERIES_Z, series, direct)
 
@@ -360,6 +382,7 @@ def q_D(u, depth=2):
 
 
 def _check_alpha(alpha):
+    _validate.no_prng_key("alpha", alpha, "a positive number or a 1-D array of them")
     raw = None if isinstance(alpha, bool | str | bytes) else np.asarray(alpha)
     if raw is not None and (np.iscomplexobj(raw) or not np.issubdtype(raw.dtype, np.number)
                             or raw.dtype == np.bool_):
@@ -679,9 +702,12 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             (after the rescaling below) or the limit outside float64's range. ``X`` and ``y``
             with entries beyond ``1e+-100`` are solved in scaled form (the limit for
             :math:`(c_x X', c_y y', \alpha)` is :math:`c_y/c_x` times the limit for
-            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`).
+            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`); an ``X`` so ill-conditioned that
+            the limit's own rounding, :math:`\epsilon\,\||X||\beta|\| / \|y\|`, is above
+            ``tol / 100`` and Newton (also on the equivalent system with orthonormal rows,
+            tried when the first solve fails) does not reach ``tol``.
         RuntimeError: Newton's method did not reach ``tol`` (message gives the residual and
-            the iterations), e.g. for an extremely ill-conditioned ``X``.
+            the iterations).
 
     Example:
         >>> import numpy as np
@@ -742,6 +768,34 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
     betas, res, its, nus = betas[inv], np.asarray(res)[inv], np.asarray(its)[inv], nus[inv]
     ynorm = float(jnp.linalg.norm(y))
     bad = ~(res <= tol * ynorm) | ~np.all(np.isfinite(np.asarray(betas)), axis=1)
+    if np.any(bad) and X.shape[0] > 1:
+        # nearly parallel rows (condition number 1e10: rows differing by 1e-10) make the dual
+        # Hessian X W X^T too ill-conditioned for Newton (residual 0.2 after 500 iterations):
+        # retry those alphas on the equivalent system with orthonormal rows
+        betas, res, its, nus = (np.array(v) for v in (betas, res, its, nus))
+        fixed = _whitened_retry(X, y, log_scales[bad], depth, tol, max_iter)
+        if fixed is not None:
+            betas[bad], res[bad], its[bad], nus[bad] = fixed
+            bad = ~(res <= tol * ynorm) | ~np.all(np.isfinite(betas), axis=1)
+        betas = jnp.asarray(betas)
+        if np.any(bad):
+            # the residual of beta rounded to float64 alone is ~ eps |X| |beta|: when that is
+            # above tol |y| no float64 answer meets tol (rows (1, 2, 0.5) and (1, 2,
+            # 0.5 + 1e-10) with targets (1, 1.5): |beta| ~ 5e9, floor 2e-6 relative)
+            k = int(np.flatnonzero(bad)[0])
+            b = np.asarray(betas)[k]
+            with np.errstate(all="ignore"):
+                floor = float(np.finfo(float).eps * np.linalg.norm(np.abs(np.asarray(X))
+                                                                   @ np.abs(b)) / ynorm)
+            if np.all(np.isfinite(b)) and floor > 1e-2 * tol:
+                sv = np.linalg.svd(np.asarray(X), compute_uv=False)
+                raise ValueError(
+                    f"X is too ill-conditioned for tol = {tol:.1e}: condition number "
+                    f"{sv[0] / sv[-1]:.3e}, and the limit for alpha={alphas[k]:.3e} has "
+                    f"max |beta| ~ {np.max(np.abs(b)):.3e}, so rounding beta to float64 "
+                    f"alone leaves a relative residual ~ eps |X| |beta| / |y| = {floor:.1e}; "
+                    f"pass a larger tol (the residual reached is "
+                    f"{res[k] / ynorm:.1e}) or rescale or regularize X")
     if np.any(bad):
         k = int(np.flatnonzero(bad)[0])
         raise RuntimeError(
@@ -754,6 +808,36 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             return out, _Info(res[0] / ynorm, its[0], np.asarray(nus[0]))
         return out, _Info(res / ynorm, its, np.asarray(nus))
     return out
+
+
+def _whitened_retry(X, y, log_scales, depth, tol, max_iter):
+    """The limits for ``log_scales`` from the equivalent system with orthonormal rows,
+    ``Q^T beta = R^-T y`` (``X^T = Q R``), whose dual Hessian ``Q^T W Q`` has the condition
+    number of ``W`` alone. Its tolerance is tightened by ``|y| / (|R| |R^-T y|)`` so that the
+    residual on the original system meets ``tol``; returned as ``(betas, res, its, nus)`` with
+    ``res`` recomputed on the original ``X`` and ``y`` and ``nu = R^-1 nu'``, or None if the
+    factorization is not usable."""
+    from scipy.linalg import qr, solve_triangular
+
+    Xa, ya = np.asarray(X), np.asarray(y)
+    Q, R = qr(Xa.T, mode="economic")
+    with np.errstate(all="ignore"):
+        yw = solve_triangular(R, ya, trans="T")
+        if not np.all(np.isfinite(yw)):
+            return None
+        ynorm = float(np.linalg.norm(ya))
+        tol_w = tol * ynorm / (float(np.linalg.norm(R, 2)) * float(np.linalg.norm(yw)))
+    tol_w = max(tol_w, 1e-15)
+    order = np.argsort(-np.asarray(log_scales), kind="stable")
+    betas, _, its, nus = _solve_grid(jnp.asarray(Q.T), jnp.asarray(yw),
+                                     jnp.asarray(np.asarray(log_scales)[order]), depth, tol_w,
+                                     max_iter)
+    inv = np.argsort(order)
+    betas, its, nus = np.asarray(betas)[inv], np.asarray(its)[inv], np.asarray(nus)[inv]
+    with np.errstate(all="ignore"):
+        res = np.linalg.norm(betas @ Xa.T - ya[None, :], axis=1)
+        nus = solve_triangular(R, nus.T).T
+    return betas, res, its, nus
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1064,8 +1148,9 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     Args:
         X: ``(N, d)`` design matrix. y: ``(N,)`` targets.
         alpha: scale > 0. depth: int >= 2.
-        target: stop when :math:`L \le` ``target``; default ``1e-20 * ||y||^2``, above the floor
-            that the integrator's own error leaves in the loss.
+        target: stop when :math:`L \le` ``target``; default
+            ``max(1e-20, rtol**2) * ||y||^2``, above the floor that the integrator's own error
+            leaves in the loss (about ``rtol**2 * ||y||^2``).
         rtol: relative tolerance of the adaptive solver (the absolute one is ``rtol`` times the
             typical size of :math:`\delta`).
         max_segments: segments of doubling length before giving up.
@@ -1088,7 +1173,8 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
             > 0 or subnormal (XLA would flush it to 0); ``rtol`` not in
             ``(0, 1)``; ``max_segments``/``max_steps`` not integers >= 1 (``max_steps`` at most
             1e9); ``stiff`` not a bool.
-        RuntimeError: the integrator failed, or the loss did not reach ``target`` within
+        RuntimeError: the integrator failed (the message names the target and ``rtol``), or
+            the loss did not reach ``target`` within
             ``max_segments`` (the message gives the loss reached), or, checked after the fact,
             the final ``beta`` does not satisfy :math:`L \le` ``target`` (magnitudes of ``X``
             or ``y`` far from 1, e.g. 1e150, that the flow cannot resolve).
@@ -1106,11 +1192,16 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     max_steps = _validate.size("max_steps", max_steps, minimum=1, maximum=10**9)
     stiff = _validate.boolean("stiff", stiff)
     _check_flow_system(X, y, alpha, depth)
+    default_target = target is None
     if target is None:
-        target = 1e-20 * _validate.norm(y) ** 2
+        # the loss floor the integrator's own error leaves is about rtol^2 ||y||^2 (measured
+        # on rows (1, 2, 0.5): rtol = 1e-10 .. 1e-4 reach rtol^2 ||y||^2, not 1e-4 of it), so
+        # below rtol = 1e-10 the target 1e-20 ||y||^2 is reachable, above it rtol^2 ||y||^2
+        target = max(1e-20, rtol ** 2) * _validate.norm(y) ** 2
         if not target > 0:
             raise ValueError(f"y is too small (||y|| = {_validate.norm(y):.3e}): the default "
-                             "target 1e-20 ||y||^2 underflows; rescale y or pass target")
+                             "target max(1e-20, rtol^2) ||y||^2 underflows; rescale y or pass "
+                             "target")
     else:
         target = _validate.positive("target", target, normal=True)
     T = _time_scale(X, y, alpha, depth)
@@ -1124,8 +1215,18 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
     for _ in range(max_segments):
         args = (X, y, jnp.float64(alpha), jnp.float64(depth), jnp.float64(seg_T),
                 jnp.float64(target * seg_T))
-        traj, t_end = _integrate(delta, args, jnp.float64(rtol), jnp.float64(atol), max_steps,
-                                 stiff)
+        try:
+            traj, t_end = _integrate(delta, args, jnp.float64(rtol), jnp.float64(atol),
+                                     max_steps, stiff)
+        except RuntimeError as err:
+            which = ("the default target max(1e-20, rtol^2) ||y||^2" if default_target
+                     else "target")
+            raise RuntimeError(f"{err}, on the way to {which} = {target:.3e} with rtol = "
+                               f"{rtol:.1e}: a target below about rtol^2 ||y||^2 = "
+                               f"{rtol ** 2 * _validate.norm(y) ** 2:.1e} may lie under the loss "
+                               f"floor the integrator's own error leaves; pass a larger target "
+                               f"or a smaller rtol (or raise max_steps, use stiff=True)") \
+                from err
         pieces.append(traj)
         times.append(t0 + seg_T * np.asarray(_UNIT))
         delta = traj.final
@@ -1346,8 +1447,14 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
             raise ValueError(f"mu and X are out of range together: the limit depends on them "
                              f"through mu * max|X| = {mu:.3e} * {cx:.3e}, outside float64's "
                              "range: rescale X or mu")
-        out = margin_limit(np.asarray(X) / cx, y, mu_s, depth, tol=tol, max_iter=max_iter,
-                           return_dual=return_dual)
+        try:
+            out = margin_limit(np.asarray(X) / cx, y, mu_s, depth, tol=tol,
+                               max_iter=max_iter, return_dual=return_dual)
+        except (ValueError, RuntimeError) as err:
+            # the inner message names the rescaled mu; say what the caller passed
+            raise type(err)(f"margin_limit with mu={mu:.3e} and max|X| = {cx:.3e} (solved in "
+                            f"scaled form as X / max|X| with mu * max|X| = {mu_s:.3e}, the "
+                            f"mu named below): {err}") from err
         with np.errstate(over="ignore", under="ignore"):
             w = (out[0] if return_dual else out) / cx
         if not np.all(np.isfinite(w)):

@@ -235,6 +235,7 @@ def _progress_enabled(progress):
 
 
 def _check_snapshots(snapshots, num_steps):
+    _validate.no_prng_key("snapshots", snapshots, "an int or a 1-D array of step indices")
     if snapshots is None:
         return snapshot_steps(num_steps)
     if isinstance(snapshots, int | np.integer) and not isinstance(snapshots, bool):

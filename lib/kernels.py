@@ -178,7 +178,10 @@ def rkhs_norm(K, c):
             below ``-1e-10`` times the largest, as in :func:`kernel_regression`, even when
             :math:`c^\top K c \ge 0` for this ``c``, also for ``c = 0``), or a norm beyond
             float64's range.
-            Computed in scaled form, so entries near 1e+-300 give the correct finite value.
+            Computed in scaled form, so entries near 1e+-300 give the correct finite value,
+            and :math:`c^\top K c` in exact arithmetic (error-free products, exact sum) rounded
+            once: a float64 sum loses digits when :math:`|c|^2|K| \gg c^\top K c` (``c`` from
+            a ridge-regularized fit on a singular ``K``).
 
     Example:
         >>> import jax.numpy as jnp
@@ -202,8 +205,15 @@ def rkhs_norm(K, c):
                          f"{float(evals[0]) * sk:.3e}")
     if sc == 0.0:  # c = 0, after the checks of K (a bad K is refused for every c)
         return 0.0
-    cn = np.asarray(c) / sc
-    q = float(cn @ Kn @ cn)
+    # c^T K c in exact arithmetic on the scaled inputs (powers of two: exact), rounded once:
+    # a float64 sum cancels when |c|^2 |K| >> c^T K c (c from a ridge-regularized solve on a
+    # singular Gram matrix: 0.077258 for an exact 0.077600, |c|^2 |K| ~ 1e12)
+    sk2, sc2 = _validate.pow2_scale(K), _validate.pow2_scale(c)
+    cn = np.asarray(c, dtype=np.float64) / sc2
+    q = _exact_quadratic_form(np.asarray(K, dtype=np.float64) / sk2, cn)
+    # back to the units of Kn = K / sk and cn = c / sc used below
+    q = q * (sk2 / sk) * (sc2 / sc) ** 2
+    cn = cn * (sc2 / sc)
     if q < -1e-10 * float(cn @ cn):
         raise ValueError(f"c^T K c = {q * sk * sc ** 2:.3e} < 0: K is not positive semidefinite")
     out = float(np.sqrt(sk) * sc * np.sqrt(max(q, 0.0)))
@@ -211,6 +221,43 @@ def rkhs_norm(K, c):
         raise ValueError(f"the RKHS norm overflows float64 (max |K| = {sk:.3e}, max |c| = "
                          f"{sc:.3e})")
     return out
+
+
+def _two_product(a, b):
+    """Error-free product (Dekker): ``a * b = p + e`` exactly for entries of magnitude at most
+    about 1 whose products are not subnormal."""
+    split = 134217729.0  # 2**27 + 1
+    ca, cb = split * a, split * b
+    ah, bh = ca - (ca - a), cb - (cb - b)
+    al, bl = a - ah, b - bh
+    p = a * b
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _exact_quadratic_form(K, c):
+    """``c^T K c`` for max |K|, max |c| <= 1: every term ``c_i K_ij c_j`` split error-free into
+    four floats (:func:`_two_product` twice), each row's terms summed with error-free
+    additions (its sum and its rounding errors' sum: accurate as in doubled precision) and the
+    rows' parts summed exactly (``math.fsum``): the exact value rounded once, up to about
+    ``n eps^2 sum |c_i K_ij c_j|`` (and products below the normal range, ~1e-308, lost in
+    full: negligible beside a norm of the scaled inputs)."""
+    import math
+
+    with np.errstate(under="ignore"):
+        p1, e1 = _two_product(K, c[None, :])
+        p2, e2 = _two_product(c[:, None], p1)
+        p3, e3 = _two_product(c[:, None], e1)
+        terms = np.concatenate([p2, e2, p3, e3], axis=1)  # row i: its 4n terms
+    # each row summed with error-free additions (TwoSum), vectorized over the rows: the row
+    # sum is then s + (sum of the errors), the errors' float sum adding only eps^2 relative
+    s = np.zeros(terms.shape[0])
+    err = np.zeros(terms.shape[0])
+    for col in terms.T:
+        t = s + col
+        bb = t - s
+        err += (s - (t - bb)) + (col - bb)
+        s = t
+    return math.fsum(np.concatenate([s, err]).tolist())
 
 
 def _pair(K0, K1):

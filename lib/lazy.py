@@ -185,7 +185,8 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
             arrays of shapes ``(n, d)``, ``(n,)``; ``alphas`` or ``step_sizes`` not finite
             and > 0 (bools and strings refused) or subnormal; ``num_steps`` not a positive
             multiple of ``num_snapshots`` (at most 1e6 snapshots); ``linearized`` or
-            ``batched`` not a bool.
+            ``batched`` not a bool; an ``alphas`` entry so large that its run's initial loss
+            (before any step) overflows float64.
         lib.DivergenceError: a run's loss or parameters became non-finite (the step is too
             large); the message names the runs.
 
@@ -244,6 +245,14 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
         finite &= np.array(jnp.all(jnp.isfinite(leaf.reshape(B, -1)), axis=1))
     if not finite.all():
         bad = np.flatnonzero(~finite)
+        start = ~np.asarray(jnp.isfinite(losses[:, 0]))
+        if start.any():
+            # the loss at step 0 involves no step: alpha * model(params0, X) - y overflows
+            runs = np.flatnonzero(start)
+            raise ValueError(f"alphas {np.asarray(alphas)[runs].tolist()} (runs "
+                             f"{runs.tolist()}) are too large: the initial loss "
+                             f"|alpha model(params0, X) - y|^2 / (2n) is beyond float64's range "
+                             f"before any step; reduce alpha or rescale params0 or X")
         # the first snapshot with a non-finite loss brackets the step of divergence
         lf = ~np.asarray(jnp.isfinite(losses))[bad]
         first = [int(np.argmax(row)) * chunk if row.any() else num_steps for row in lf]
@@ -268,7 +277,7 @@ def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_si
 
     Raises:
         ValueError, lib.DivergenceError: as :func:`train_sweep` (``alpha`` subnormal too: XLA
-            would flush it to 0).
+            would flush it to 0; ``alpha`` so large that the initial loss overflows).
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -283,9 +292,16 @@ def train(model: Callable, params0: PyTree, X, y, *, alpha: float = 1.0, step_si
     alpha = _validate.positive("alpha", alpha, normal=True)
     step_size = _validate.step_size("step_size", step_size)
     _validate.boolean("linearized", linearized)
-    run = train_sweep(model, params0, X, y, alphas=jnp.array([alpha]),
-                      step_sizes=jnp.array([step_size]), num_steps=num_steps,
-                      num_snapshots=num_snapshots, linearized=linearized)
+    try:
+        run = train_sweep(model, params0, X, y, alphas=jnp.array([alpha]),
+                          step_sizes=jnp.array([step_size]), num_steps=num_steps,
+                          num_snapshots=num_snapshots, linearized=linearized)
+    except ValueError as err:
+        if str(err).startswith("alphas ["):  # an overflow of the initial loss: name alpha
+            raise ValueError(f"alpha = {alpha!r} is too large: the initial loss |alpha "
+                             f"model(params0, X) - y|^2 / (2n) is beyond float64's range before "
+                             f"any step; reduce alpha or rescale params0 or X") from None
+        raise
     return Run(run.steps, *(jax.tree_util.tree_map(lambda p: p[0], t)
                             for t in (run.params, run.losses, run.final)))
 

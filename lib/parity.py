@@ -73,6 +73,7 @@ def _check_problem(n, subset, alpha):
     alpha = _validate.scalar("alpha", alpha)  # also a Python int of any size: "too large"
     if not (0.0 <= alpha <= 1.0):
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+    _validate.no_prng_key("subset", subset, "a sequence of integer indices")
     if isinstance(subset, str | bytes):
         raise ValueError(f"subset must be a sequence of integer indices, got {subset!r}")
     raw = np.asarray(subset)
@@ -426,7 +427,7 @@ def parity_atoms(n: int, subset, alpha: float, kind: str = "biased"):
     if n > MAX_ENUMERATE:
         raise ValueError(f"n = {n} is too large to enumerate 2^n points; need n <= "
                          f"{MAX_ENUMERATE}")
-    if kind not in ("biased", "leaky"):
+    if not isinstance(kind, str) or kind not in ("biased", "leaky"):
         raise ValueError(f"kind must be 'biased' or 'leaky', got {kind!r}")
     x = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
     y = np.prod(x[:, idx], axis=1)
@@ -773,7 +774,8 @@ def selected_parity(theta, x):
             under ``jit``/``grad``/``vmap``), or, for concrete inputs, NaN or inf in them,
             an entry of ``x`` outside {-1, +1}, or a model value outside float64's range
             (e.g. ``theta`` near -1e308, where :math:`2\langle\theta, x\rangle` overflows;
-            traced inputs are not value-checked).
+            traced inputs are not value-checked). Subnormal entries of a concrete ``theta``
+            count (the linear term is then computed in numpy: XLA reads them as 0).
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -791,6 +793,15 @@ def selected_parity(theta, x):
     gate = smooth_step(jnp.sum(g))
     out = (1.0 - gate) * 2.0 * jnp.dot(_closed(gate, theta), x) \
         + gate * jnp.prod(1.0 - g + g * x)
+    if not any(isinstance(v, jax.core.Tracer) for v in (theta, x, out)):
+        th = np.asarray(theta)
+        if np.any((th != 0) & (np.abs(th) < _validate.TINY)):
+            # XLA reads a subnormal theta_i as 0 (its gate is closed either way, g_i = 0): the
+            # linear term 2 <theta, x> is recomputed in numpy, which keeps subnormals
+            # (theta = (1e-310, 0), x = (1, 1) gave 0 for 2e-310)
+            ga = float(gate)
+            lin = 2.0 * float(np.dot(np.where(ga < 1.0, th, 0.0), np.asarray(x)))
+            out = jnp.asarray((1.0 - ga) * lin + ga * float(jnp.prod(1.0 - g + g * x)))
     return _validate.finite_result(out, _OUTSIDE_RANGE.format(_max_abs_text(theta)))
 
 

@@ -123,7 +123,9 @@ def two_layer(params, x, output_scale: float = 1.0):
             computing) or an output beyond float64's range (an intermediate product that
             overflows while the output is finite is recomputed in scaled form, and so is an
             output below 1e-290 in magnitude, which XLA's flushing of subnormal inputs,
-            weights or ``output_scale`` would turn into 0).
+            weights or ``output_scale`` would turn into 0, and any output computed from a
+            subnormal entry of ``x``, ``a`` or ``B``, which XLA reads as 0 even where a huge
+            weight makes it count: ``b = (1, 1e305)``, ``x = (1e-5, 1e-310)`` gives 2e-5).
 
     Example:
         >>> import jax.numpy as jnp
@@ -139,7 +141,8 @@ def two_layer(params, x, output_scale: float = 1.0):
     s = _scale(output_scale)
     _finite_inputs((a, B, x))
     return _finite_output(s / a.shape[0] * jnp.dot(a, jax.nn.relu(B @ x)), (a, B, x),
-                          lambda: _scaled_output(a, B, x[None, :], s)[0])
+                          lambda: _scaled_output(a, B, x[None, :], s)[0],
+                          _subnormal_rows(a, B, x[None, :]))
 
 
 def two_layer_batch(params, X, output_scale: float = 1.0):
@@ -170,7 +173,8 @@ def two_layer_batch(params, X, output_scale: float = 1.0):
     _finite_inputs((a, B, X))
     return _finite_output(s / a.shape[0] * (jax.nn.relu(X @ B.T) @ a), (a, B, X),
                           lambda rows=None: _scaled_output(
-                              a, B, X if rows is None else np.asarray(X)[rows], s))
+                              a, B, X if rows is None else np.asarray(X)[rows], s),
+                          _subnormal_rows(a, B, X))
 
 
 def _scale(output_scale):
@@ -191,14 +195,36 @@ def _finite_inputs(inputs):
             raise ValueError(f"{name} contains NaN or inf")
 
 
-def _finite_output(out, inputs, scaled=None):
+def _subnormal_rows(a, B, X):
+    """Boolean ``(n,)`` mask of the inputs (rows of X) whose output XLA would compute from a
+    flushed subnormal number: every row when ``a`` or ``B`` holds a subnormal entry, else the
+    rows of X that hold one (None when any of them is traced). A subnormal entry times a huge
+    weight is not negligible: x = (1e-5, 1e-310) with b = (1, 1e305) gives 2e-5, not 1e-5."""
+    if any(isinstance(v, jax.core.Tracer) for v in (a, B, X)):
+        return None
+    tiny = np.finfo(np.float64).tiny
+
+    def sub(v):
+        v = np.abs(np.asarray(v, dtype=np.float64))
+        return (v > 0) & (v < tiny)
+
+    rows = sub(X).any(axis=1) if np.ndim(X) == 2 else np.zeros(0, bool)
+    if sub(a).any() or sub(B).any():
+        rows = np.ones_like(rows)
+    return rows
+
+
+def _finite_output(out, inputs, scaled=None, subnormal=None):
     """Return a concrete result if finite; else recompute it in scaled form (an intermediate
     such as a_j (b_j^T x)_+ may overflow while the output s/m sum_j ... is finite) and raise
-    only when the output itself is beyond float64's range, naming the cause."""
+    only when the output itself is beyond float64's range, naming the cause. Outputs flagged
+    in ``subnormal`` (computed by XLA from a flushed subnormal input) are recomputed too."""
     if isinstance(out, jax.core.Tracer):
         return out
     if np.isfinite(np.asarray(out)).all():
         small = np.abs(np.asarray(out)) < _SMALL
+        if subnormal is not None and np.any(subnormal):
+            small = small | np.asarray(subnormal).reshape(small.shape)
         if not small.any() or scaled is None or any(isinstance(v, jax.core.Tracer)
                                                     for v in inputs):
             return out
@@ -223,20 +249,37 @@ def _finite_output(out, inputs, scaled=None):
                      "weights or output_scale too large)")
 
 
+def _pow2_sum(mant, exp, axis):
+    """``sum(mant * 2**exp)`` along ``axis`` as ``(m, e)`` with the value ``m * 2**e``: each
+    term is shifted relative to the largest exponent along the axis, so nothing overflows and
+    only terms below 2**-1074 times the largest one are lost (negligible beside it)."""
+    live = mant != 0
+    top = np.max(np.where(live, exp, np.iinfo(np.int64).min), axis=axis, keepdims=True)
+    top = np.where(top == np.iinfo(np.int64).min, 0, top)
+    with np.errstate(under="ignore"):
+        total = np.sum(np.ldexp(mant, np.where(live, exp - top, 0)), axis=axis)
+    m, e = np.frexp(total)
+    return m, e + np.squeeze(top, axis=axis)
+
+
 def _scaled_output(a, B, X, s):
-    """s/m relu(X B^T) a computed on a / max|a|, B / max|B|, X / max|X| (the network is
-    1-homogeneous in each), the scales multiplied back at the end (numpy)."""
+    """s/m sum_j a_j relu(b_j^T x) for each row x of X, every product and sum carried as a
+    mantissa and a power of two (numpy's frexp), so that no intermediate overflows, underflows
+    or is flushed (subnormal inputs count at full weight: 1e305 * 1e-310 = 1e-5), the power
+    of two applied once at the end."""
     a, B, X = (np.asarray(v, dtype=np.float64) for v in (a, B, X))
-    sa, sb = (_validate.pow2_scale(v) for v in (a, B))  # exact divisions
-    mx = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
-    sx = _validate.pow2_of(mx)  # one power of two per input (row)
-    unit = np.maximum((X / sx[:, None]) @ (B / sb).T, 0.0) @ (a / sa) / a.shape[0]
-    # all scales as one power of two applied last (a single rounding, even for a subnormal
-    # output_scale or result)
-    mant, exp = np.frexp(float(s))
-    exp = int(exp) + int(np.frexp(sa)[1]) + int(np.frexp(sb)[1]) - 2 + np.frexp(sx)[1] - 1
-    with np.errstate(over="ignore", under="ignore"):
-        return np.ldexp(unit * mant, exp)
+    ma, ea = np.frexp(a)
+    mb, eb = np.frexp(B)
+    sm, se = np.frexp(float(s))
+    out = np.empty(X.shape[0])
+    for k, x in enumerate(X):  # one input at a time: an (m, d) block of products
+        mx, ex = np.frexp(x)
+        zm, ze = _pow2_sum(mb * mx[None, :], eb.astype(np.int64) + ex[None, :], axis=1)
+        zm = np.maximum(zm, 0.0)  # the ReLU acts on the sign of the mantissa
+        om, oe = _pow2_sum((ma * zm)[None, :], (ea.astype(np.int64) + ze)[None, :], axis=1)
+        with np.errstate(over="ignore", under="ignore"):
+            out[k] = np.ldexp(om[0] * sm / a.shape[0], int(oe[0]) + int(se))
+    return out
 
 
 _SMALL = 1e-290

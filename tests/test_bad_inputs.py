@@ -1573,3 +1573,150 @@ def test_typed_prng_key_leaf_in_params_is_refused_by_name(call):
     with pytest.raises(ValueError, match=r"\['(key|B)'\] must be a real numeric array, got dtype "
                                          r"key"):
         call(params)
+
+
+def _key_slot_calls():
+    """(slot, call) for every public scalar argument (a number, or an index sequence): call(v)
+    runs the function with v in that slot and valid values elsewhere."""
+    X2 = np.array([[1.0, 2.0], [2.0, 0.5]])
+    y2 = np.array([1.0, 2.0])
+    yc = np.array([1.0, -1.0])
+    K = np.eye(2)
+    p2 = {"a": np.ones(2), "B": np.ones((2, 2))}
+
+    def quad(w):
+        return jnp.sum(w ** 2)
+
+    def model(q, x):
+        return jnp.dot(q["w"], x)
+
+    q0 = {"w": np.ones(2)}
+    key = jax.random.key(1)
+    return [
+        ("Q alpha", "alpha", lambda v: diagonal.Q(np.ones(2), v)),
+        ("dual_objective alpha", "alpha", lambda v: diagonal.dual_objective(np.ones(2), X2, y2, v)),
+        ("gradient_descent_path alpha", "alpha", lambda v: diagonal.gradient_descent_path(
+            X2, y2, v, step_size=0.01, num_steps=2)),
+        ("gradient_descent_path step_size", "step_size", lambda v: diagonal.gradient_descent_path(
+            X2, y2, 1.0, step_size=v, num_steps=2)),
+        ("gradient_descent_path target", "target", lambda v: diagonal.gradient_descent_path(
+            X2, y2, 1.0, step_size=0.01, num_steps=2, target=v)),
+        ("gradient_flow_path alpha", "alpha", lambda v: diagonal.gradient_flow_path(X2, y2, v)),
+        ("gradient_flow_path target", "target", lambda v: diagonal.gradient_flow_path(
+            X2, y2, 1.0, target=v)),
+        ("gradient_flow_path rtol", "rtol", lambda v: diagonal.gradient_flow_path(
+            X2, y2, 1.0, rtol=v)),
+        ("implicit_bias_limit alpha", "alpha", lambda v: diagonal.implicit_bias_limit(
+            X2[:1], y2[:1], v)),
+        ("implicit_bias_limit tol", "tol", lambda v: diagonal.implicit_bias_limit(
+            X2[:1], y2[:1], 1.0, tol=v)),
+        ("init_diagonal alpha", "alpha", lambda v: diagonal.init_diagonal(2, v)),
+        ("margin_limit mu", "mu", lambda v: diagonal.margin_limit(X2, yc, v)),
+        ("margin_limit tol", "tol", lambda v: diagonal.margin_limit(X2, yc, 1e-2, tol=v)),
+        ("gradient_descent step_size", "step_size", lambda v: flows.gradient_descent(
+            quad, np.ones(2), step_size=v, num_steps=2)),
+        ("gradient_descent_path snapshots", "snapshots", lambda v: diagonal.gradient_descent_path(
+            X2, y2, 1.0, step_size=0.01, num_steps=2, snapshots=v)),
+        ("gradient_descent target", "target", lambda v: flows.gradient_descent(
+            quad, np.ones(2), step_size=0.1, num_steps=2, target=v)),
+        ("gradient_descent_sweep step_size", "step_size", lambda v: flows.gradient_descent_sweep(
+            quad, np.ones(2), step_size=v, num_steps=2)),
+        ("gradient_flow rtol", "rtol", lambda v: flows.gradient_flow(
+            quad, np.ones(2), [0.0, 1.0], rtol=v)),
+        ("gradient_flow atol", "atol", lambda v: flows.gradient_flow(
+            quad, np.ones(2), [0.0, 1.0], atol=v)),
+        ("gradient_flow target", "target", lambda v: flows.gradient_flow(
+            quad, np.ones(2), [0.0, 1.0], target=v)),
+        ("kernel_regression ridge", "ridge", lambda v: kernels.kernel_regression(K, y2, ridge=v)),
+        ("kernel_regression rcond", "rcond", lambda v: kernels.kernel_regression(K, y2, rcond=v)),
+        ("kernel_regression tol", "tol", lambda v: kernels.kernel_regression(K, y2, tol=v)),
+        ("train alpha", "alpha", lambda v: lazy.train(model, q0, X2, y2, alpha=v, step_size=0.01,
+                                                      num_steps=2)),
+        ("train step_size", "step_size", lambda v: lazy.train(model, q0, X2, y2, step_size=v,
+                                                              num_steps=2)),
+        ("train_sweep alphas", "alphas", lambda v: lazy.train_sweep(
+            model, q0, X2, y2, alphas=v, step_sizes=0.01, num_steps=2)),
+        ("train_sweep step_sizes", "step_sizes", lambda v: lazy.train_sweep(
+            model, q0, X2, y2, alphas=[1.0], step_sizes=v, num_steps=2)),
+        ("f1_normalized_margin output_scale", "output_scale",
+         lambda v: margins.f1_normalized_margin(p2, X2, yc, output_scale=v)),
+        ("f1_path_norm output_scale", "output_scale", lambda v: margins.f1_path_norm(
+            p2, output_scale=v)),
+        ("neuron_positions scale", "scale", lambda v: margins.neuron_positions(p2, scale=v)),
+        ("smoothed_margin beta", "beta", lambda v: margins.smoothed_margin(y2, beta=v)),
+        ("relu_ntk kappa", "kappa", lambda v: ntk.relu_ntk(X2, kappa=v)),
+        ("best_feature_loss rcond", "rcond", lambda v: parity.best_feature_loss(
+            np.ones((4, 1)), parity.parity_atoms(2, [0], 0.5), rcond=v)),
+        ("biased_sparse_parity alpha", "alpha", lambda v: parity.biased_sparse_parity(
+            key, 4, 3, [0], v)),
+        ("biased_sparse_parity subset", "subset", lambda v: parity.biased_sparse_parity(
+            key, 4, 3, v, 0.5)),
+        ("bsp_best_linear_edge alpha", "alpha", lambda v: parity.bsp_best_linear_edge(3, [0], v)),
+        ("bsp_best_linear_loss subset", "subset", lambda v: parity.bsp_best_linear_loss(3, v, .5)),
+        ("bsp_correlations alpha", "alpha", lambda v: parity.bsp_correlations(3, [0], v)),
+        ("bsp_second_moments alpha", "alpha", lambda v: parity.bsp_second_moments(3, v)),
+        ("leaky_kernel_edges alpha", "alpha", lambda v: parity.leaky_kernel_edges(
+            np.ones((8, 1)), v)),
+        ("leaky_kernel_edges rcond", "rcond", lambda v: parity.leaky_kernel_edges(
+            np.ones((8, 1)), 0.5, rcond=v)),
+        ("leaky_parity alpha", "alpha", lambda v: parity.leaky_parity(key, 4, 3, [0], v)),
+        ("leaky_point subset", "subset", lambda v: parity.leaky_point(3, v)),
+        ("parity subset", "subset", lambda v: parity.parity(np.ones((2, 3)), v)),
+        ("parity_atoms alpha", "alpha", lambda v: parity.parity_atoms(3, [0], v)),
+        ("init_two_layer kappa", "kappa", lambda v: twolayer.init_two_layer(key, 2, 4, kappa=v)),
+        ("init_two_layer scale", "scale", lambda v: twolayer.init_two_layer(key, 2, 4, scale=v)),
+        ("init_two_layer d", "d", lambda v: twolayer.init_two_layer(key, v, 4)),
+        ("two_layer output_scale", "output_scale", lambda v: twolayer.two_layer(
+            p2, np.ones(2), output_scale=v)),
+        ("two_layer_batch output_scale", "output_scale", lambda v: twolayer.two_layer_batch(
+            p2, X2, output_scale=v)),
+        ("exponential_loss_path step", "step", lambda v: diagonal.exponential_loss_path(
+            X2, yc * 0 + 1, 1.0, step=v)),
+        ("exponential_loss_path max_ratio", "max_ratio", lambda v: diagonal.exponential_loss_path(
+            X2, yc * 0 + 1, 1.0, max_ratio=v)),
+    ]
+
+
+@pytest.mark.parametrize("slot, name, call", _key_slot_calls(), ids=lambda v: v if isinstance(
+    v, str) else "")
+def test_typed_prng_key_as_a_scalar_is_refused_by_name(slot, name, call):
+    # issue 21 round 9 (F8): jax.random.key(0) in a scalar slot gave JAX's TypeError from
+    # inside the validators (np.asarray cannot read the extended dtype key<fry>)
+    with pytest.raises(ValueError, match=rf"^{name} must be .*(PRNG key|dtype key)"):
+        call(jax.random.key(0))
+
+
+@pytest.mark.parametrize("kind", [np.array(["biased", "leaky"]), np.array("biased"), ["biased"],
+                                  b"biased", None, 1])
+def test_parity_atoms_kind_not_a_string_is_refused_by_name(kind):
+    # issue 21 round 9 (F12): a numpy array of strings gave numpy's "truth value of an array is
+    # ambiguous" from the membership test
+    with pytest.raises(ValueError, match="^kind must be 'biased' or 'leaky'"):
+        parity.parity_atoms(3, [0], 0.5, kind=kind)
+
+
+def test_margin_limit_scaled_form_failure_names_the_callers_mu():
+    # issue 21 round 9 (F11): X * 1e-120 is solved in scaled form with mu * max|X|; a failure
+    # there named only the internal mu = 2e-122, not the mu = 1e-2 the caller passed
+    X = np.array([[1.0, 2.0], [2.0, -0.5], [-1.0, 1.5]]) * 1e-120
+    with pytest.raises((ValueError, RuntimeError), match=r"^margin_limit with mu=1\.000e-02 "
+                                                         r"and max\|X\| = 2\.000e-120"):
+        diagonal.margin_limit(X, np.array([1.0, 1.0, -1.0]), mu=1e-2, depth=3)
+
+
+def test_lazy_train_initial_loss_overflow_names_alpha_not_the_step():
+    # issue 21 round 9 (F13): alpha = 1e308 makes the loss at step 0 (before any step) overflow,
+    # and the DivergenceError said "reduce their step_sizes". Independent check of the premise:
+    # (1e308 * 2)^2 overflows float64, while alpha = 1e100 trains (loss finite at step 0)
+    def model(q, x):
+        return jnp.dot(q, x)
+
+    X, y = np.ones((3, 2)), np.ones(3)
+    assert not np.isfinite(np.float64(1e308) * 2.0)
+    with pytest.raises(ValueError, match=r"^alpha = 1e\+?308 is too large: the initial loss"):
+        lazy.train(model, np.ones(2), X, y, alpha=1e308, step_size=0.1, num_steps=3)
+    with pytest.raises(ValueError, match=r"^alphas \[1e\+?308\] \(runs \[1\]\) are too large"):
+        lazy.train_sweep(model, np.ones(2), X, y, alphas=[1.0, 1e308], step_sizes=1e-3,
+                         num_steps=3)
+    run = lazy.train(model, np.ones(2), X, y, alpha=1e100, step_size=1e-201, num_steps=3)
+    assert np.isfinite(float(run.losses[0]))

@@ -105,3 +105,79 @@ def test_min_l1_certificate_rejects_a_wrong_point():
     bad = Certificate("test", "made up", residual=0.0, dual_infeasibility=0.0, gap=0.1)
     assert not bad.verified()
     assert Certificate("test", "ok", 1e-15, 0.0, 1e-12).verified()
+
+
+def _exact_min_l1(X, y):
+    """min ||b||_1 s.t. X b = y by support enumeration in exact rationals (Fractions): the
+    optimum of the LP is attained at a basic solution, a support of at most N columns on which
+    the system has a unique exact solution. Returns the minimizer as Fractions."""
+    import itertools
+    from fractions import Fraction as F
+
+    def solve(A, b):  # exact Gauss-Jordan; None if rank-deficient or inconsistent
+        n, k = len(A), len(A[0])
+        M = [list(r) + [v] for r, v in zip(A, b, strict=True)]
+        for c in range(k):
+            p = next((i for i in range(c, n) if M[i][c] != 0), None)
+            if p is None:
+                return None
+            M[c], M[p] = M[p], M[c]
+            for i in range(n):
+                if i != c and M[i][c] != 0:
+                    f = M[i][c] / M[c][c]
+                    M[i] = [a - f * e for a, e in zip(M[i], M[c], strict=True)]
+        if any(M[i][k] != 0 for i in range(k, n)):
+            return None
+        return [M[i][k] / M[i][i] for i in range(k)]
+
+    N, d = X.shape
+    Xf = [[F(float(v)) for v in r] for r in X]
+    yf = [F(float(v)) for v in y]
+    best = None
+    for k in range(1, N + 1):
+        for S in itertools.combinations(range(d), k):
+            sol = solve([[Xf[i][j] for j in S] for i in range(N)], yf)
+            if sol is not None and (best is None or sum(map(abs, sol)) < best[0]):
+                full = [F(0)] * d
+                for j, v in zip(S, sol, strict=True):
+                    full[j] = v
+                best = (sum(map(abs, sol)), full)
+    return best[1]
+
+
+def test_min_l1_nearly_parallel_rows_match_exact_rationals():
+    """Issue 21 round 9 (F1): two nearly parallel rows (condition number 1e9 to 4e12) gave a
+    beta 2e-8 to 5e-5 (relative) off the exact optimum while the certificate, computed on the
+    solver's scaled or whitened system, said residual 1e-16. The answer is now refined on its
+    support with exact residuals and certified on the caller's X and y. Independent answer:
+    support enumeration in exact rationals."""
+    rng = np.random.default_rng(0)
+    conds = []
+    for _ in range(12):
+        r = rng.standard_normal(4)
+        X = np.vstack([r, r + 10.0 ** rng.uniform(-12, -9) * rng.standard_normal(4)])
+        y = rng.standard_normal(2)
+        beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+        want = np.array([float(v) for v in _exact_min_l1(X, y)])
+        conds.append(np.linalg.cond(X))
+        assert cert.verified(), cert
+        np.testing.assert_allclose(np.asarray(beta), want, rtol=1e-13, atol=0)
+    assert max(conds) > 1e11 and min(conds) > 1e8  # the range the finding was in
+
+
+def test_min_l1_certificate_catches_an_inaccurate_point():
+    """The certificate of the refined answer is measured on the caller's X and y in exact
+    arithmetic: the unrefined float64 answer of the finding's kind (5e-5 off), or the exact
+    optimum perturbed by 1e-7 relative, fails it (residual or forward error above 1e-9)."""
+    from lib.convex import Certificate, _certify_original
+
+    X = np.array([[1.0, 2.0, 0.5], [1.0, 2.0, 0.5 + 1e-11]])
+    y = np.array([1.0, 1.5])
+    want = np.array([float(v) for v in _exact_min_l1(X, y)])
+    beta = np.asarray(lib.min_norm_interpolant(X, y, 1))
+    np.testing.assert_allclose(beta, want, rtol=1e-14)
+    base = Certificate("test", "ok", 0.0, 0.0, 0.0)
+    assert _certify_original(base, beta, X, y, 0.0).verified()
+    for bad in (want * (1 + 1e-7), want + np.array([0.0, 1e-7, 0.0]) * np.abs(want).max()):
+        with pytest.raises(ValueError, match="^X is too ill-conditioned"):
+            _certify_original(base, bad, X, y, 0.0)

@@ -236,3 +236,112 @@ def test_Q_bad_input():
         dg.Q(np.ones(3), 0.0)
     with pytest.raises(ValueError, match="beta"):
         dg.Q(np.array([1.0, np.nan]), 1.0)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])
+@pytest.mark.parametrize("z", [1e-310, -3e-315, 2.5e-320])
+def test_h_D_and_inverse_at_subnormal_arguments(depth, z):
+    """Issue 21 round 9 (F5): XLA reads a subnormal input as 0, so h_D(1e-310, 2) and
+    h_D_inverse(1e-310, 3) returned 0. Independent answer: h_D in exact rationals,
+    (1 - z)^-p - (1 + z)^-p with p = D / (D - 2) an integer for D = 3, 4, and for D = 2 the
+    series 2 sinh z = 2z + z^3 / 3 + ... (the cubic term ~1e-930 is far below any float)."""
+    from fractions import Fraction as F
+
+    def h_exact(t):
+        t = F(t)
+        if depth == 2:
+            return 2 * t + t ** 3 / 3
+        p = depth // (depth - 2)
+        return (1 - t) ** -p - (1 + t) ** -p
+
+    spacing = F(2.0 ** -1074)  # the subnormal grid: one rounding of the result
+    got = float(dg.h_D(np.array([z, 0.5]), depth)[0])
+    assert abs(F(got) - h_exact(z)) <= spacing / 2, (got, float(h_exact(z)))
+    inv = float(dg.h_D_inverse(np.array([z, 0.5]), depth)[0])
+    assert inv != 0 and np.sign(inv) == np.sign(z)
+    # h_D(inv) = z to within what rounding inv to the grid allows (h_D' (0) grid steps)
+    slope = 2 if depth == 2 else 2 * depth // (depth - 2)
+    assert abs(h_exact(inv) - F(z)) <= slope * spacing
+
+
+@pytest.mark.parametrize("depth", [3, 10, 1000, 10**5, 10**6])
+def test_q_D_at_large_depth_against_quadrature(depth):
+    """Issue 21 round 9 (F4): q_D(0.2, D) was 5e-12 off at D = 1e3 and 4.7e-9 at D = 1e6
+    (g^-q + (2 - g)^-q - 2 cancels for q = 2 / (D - 2) small). Independent answer:
+    q_D(u) = int_0^z t h_D'(t) dt at z = h_D^{-1}(u) (integration by parts of u z - H_D(z)),
+    a sum of positive terms integrated by scipy's quad, z by Brent's method on the closed
+    form of h_D."""
+    p = depth / (depth - 2)
+
+    def h(t):
+        return (1 - t) ** (-p) - (1 + t) ** (-p)
+
+    def slope(t):
+        return t * p * ((1 - t) ** (-p - 1) + (1 + t) ** (-p - 1))
+
+    for u in (0.2, 0.5, 3.0):
+        z = optimize.brentq(lambda t, u=u: h(t) - u, 0.0, 1 - 1e-15, xtol=1e-300,
+                            rtol=8.9e-16, maxiter=500)
+        want = integrate.quad(slope, 0.0, z, epsabs=0.0, epsrel=1.2e-14, limit=200)[0]
+        assert float(dg.q_D(u, depth)) == pytest.approx(want, rel=1e-13, abs=0)
+
+
+@pytest.mark.parametrize("rtol", [1e-4, 1e-6, 1e-8, 1e-10])
+def test_gradient_flow_path_default_target_is_reachable_for_rtol(rtol):
+    """Issue 21 round 9 (F7): with the default target 1e-20 ||y||^2 the run failed after
+    300 000 steps for every rtol above 1e-10 (the integrator's error leaves a loss floor near
+    rtol^2 ||y||^2). The default is now max(1e-20, rtol^2) ||y||^2; the final beta's loss,
+    recomputed here, is below it."""
+    X, y = np.array([[1.0, 2.0, 0.5]]), np.array([1.0])
+    run = dg.gradient_flow_path(X, y, 1.0, rtol=rtol)
+    loss = float(np.sum((X @ np.asarray(run.final_beta) - y) ** 2))
+    assert run.converged and loss <= max(1e-20, rtol ** 2) * float(y @ y)
+
+
+def test_gradient_flow_path_unreachable_target_is_named():
+    # the failure names the target and rtol, not only "the integrator failed"
+    with pytest.raises(RuntimeError, match=r"on the way to target = 1\.000e-20 with rtol = "
+                                           r"1\.0e-06"):
+        dg.gradient_flow_path(np.array([[1.0, 2.0, 0.5]]), np.array([1.0]), 1.0, rtol=1e-6,
+                              target=1e-20)
+
+
+def _null_space_limit(X, y):
+    """The D = 2, alpha = 1 limit for a 2 x 3 X by a different algorithm: beta = beta0 + t n
+    over the exact solution set (n = r1 x r2 and beta0 with beta_1 = 0, in exact rationals),
+    t the root of the stationarity condition n . arcsinh(beta / 2) = 0 (Brent's method)."""
+    from fractions import Fraction as F
+
+    r1, r2 = ([F(float(v)) for v in row] for row in X)
+    n = [r1[1] * r2[2] - r1[2] * r2[1], r1[2] * r2[0] - r1[0] * r2[2],
+         r1[0] * r2[1] - r1[1] * r2[0]]
+    det = r1[0] * r2[2] - r1[2] * r2[0]
+    y1, y2 = F(float(y[0])), F(float(y[1]))
+    b0 = [(y1 * r2[2] - r1[2] * y2) / det, F(0), (r1[0] * y2 - y1 * r2[0]) / det]
+    scale = max(abs(v) for v in n)
+    nf = [v / scale for v in n]
+
+    def beta(t):
+        return np.array([float(b0[i] + F(t) * nf[i]) for i in range(3)])
+
+    t = optimize.brentq(lambda t: float(np.array([float(v) for v in nf])
+                                        @ np.arcsinh(beta(t) / 2.0)),
+                        -1e12, 1e12, xtol=1e-30, rtol=8.9e-16, maxiter=2000)
+    return beta(t)
+
+
+def test_implicit_bias_limit_nearly_parallel_rows():
+    """Issue 21 round 9 (F6): rows differing by 1e-10 (condition number 4.7e10, accepted up
+    to 1e12): Newton stalled at residual 0.2 after 500 iterations even for tol = 1e-3. Now
+    retried on the equivalent system with orthonormal rows: at tol = 1e-3 the limit matches
+    the null-space reference; at tol = 1e-9, below what rounding the limit (|beta| ~ 5e9)
+    allows, it is refused naming X."""
+    X = np.array([[1.0, 2.0, 0.5], [1.0, 2.0, 0.5 + 1e-10]])
+    y = np.array([1.0, 1.5])
+    beta = np.asarray(dg.implicit_bias_limit(X, y, 1.0, 2, tol=1e-3))
+    want = _null_space_limit(X, y)
+    assert np.linalg.norm(X @ beta - y) <= 1e-3 * np.linalg.norm(y)
+    np.testing.assert_allclose(beta, want, rtol=0, atol=1e-8 * np.abs(want).max())
+    with pytest.raises(ValueError, match=r"^X is too ill-conditioned for tol = 1\.0e-09: "
+                                         r"condition number 4\.69"):
+        dg.implicit_bias_limit(X, y, 1.0, 2)

@@ -89,3 +89,32 @@ def test_kernel_distance_errors():
         lib.relative_kernel_change(jnp.zeros((2, 2)), jnp.eye(2))
     with pytest.raises(ValueError, match="K1"):
         lib.relative_kernel_change(jnp.eye(2), jnp.full((2, 2), jnp.inf))
+
+
+def test_rkhs_norm_of_a_ridge_fit_on_a_singular_gram_matrix_is_exact():
+    """Issue 21 round 9 (F3): c from kernel_regression(K, y, ridge=1e-6) on a singular K is large
+    (|c|^2 |K| ~ 1e12) while c^T K c is O(1): the float64 sum cancelled (0.077258 for an exact
+    0.077600 on a rank-1 2 x 2 matrix; up to 5e-3 relative over random singular matrices).
+    Independent answer: c^T K c in exact rationals on the float inputs, rounded once."""
+    import math
+    from fractions import Fraction as F
+
+    def exact(K, c):
+        n = len(c)
+        return math.sqrt(float(sum(F(float(c[i])) * F(float(K[i, j])) * F(float(c[j]))
+                                   for i in range(n) for j in range(n))))
+
+    rng = np.random.default_rng(0)
+    cases = [np.outer([0.3, 0.7], [0.3, 0.7])]
+    for _ in range(40):
+        n = int(rng.integers(2, 6))
+        A = rng.standard_normal((n, int(rng.integers(1, n))))
+        cases.append(A @ A.T)
+    errs = []
+    for K in cases:
+        K = 0.5 * (K + K.T)
+        c = np.asarray(lib.kernel_regression(K, rng.standard_normal(len(K)), ridge=1e-6))
+        want = exact(K, c)
+        errs.append(abs(lib.rkhs_norm(K, c) - want) / want)
+        assert float(c @ c) * np.abs(K).max() > 1e6 * want ** 2  # the cancelling regime
+    assert max(errs) < 1e-14, max(errs)

@@ -255,3 +255,15 @@ def test_leaky_kernel_edges_memorization_and_errors():
         P.leaky_kernel_edges(np.ones((16, 2)), 1.0)
     with pytest.raises(ValueError, match="min_order"):
         P.leaky_kernel_edges(np.ones((16, 2)), 0.1, min_order=5)
+
+
+def test_selected_parity_keeps_a_subnormal_theta():
+    """Issue 21 round 9 (F5): selected_parity((1e-310, 0), (1, 1)) returned 0 (XLA reads the
+    subnormal theta_0 as 0). With every gate closed (|theta_i| <= 2/n) the model is exactly
+    2 <theta, x>: 2e-310, computed here in exact rationals."""
+    from fractions import Fraction as F
+
+    for theta, x in [([1e-310, 0.0], [1.0, 1.0]), ([1e-310, -3e-311, 0.0], [1.0, -1.0, 1.0])]:
+        want = 2 * sum(F(t) * F(v) for t, v in zip(theta, x, strict=True))
+        got = float(P.selected_parity(np.array(theta), np.array(x)))
+        assert abs(F(got) - want) <= F(2.0 ** -1075), (got, float(want))

@@ -76,3 +76,25 @@ def test_init_works_under_vmap_and_jit():
     one = init_two_layer(keys[1], 3, 4)
     np.testing.assert_array_equal(batch["a"][1], one["a"])
     np.testing.assert_allclose(batch["B"][1], one["B"], rtol=1e-15)
+
+
+@pytest.mark.parametrize("a, B, x", [
+    ([1.0], [[1.0, 1e305]], [1e-5, 1e-310]),       # subnormal input, huge weight (the finding)
+    ([1e-310], [[1e300, 1.0]], [1.0, 0.0]),         # subnormal output weight
+    ([1.0, -1.0], [[1e-312, 1.0], [-1.0, 0.5]], [1e300, 1e-12]),  # subnormal input weight
+])
+def test_subnormal_entries_are_not_flushed(a, B, x):
+    """Issue 21 round 9 (F2): XLA on CPU reads a subnormal number as 0, so x = (1e-5, 1e-310)
+    with b = (1, 1e305) gave 1e-5 instead of 2e-5 (the scaled recomputation ran only for
+    outputs below 1e-290). Independent answer: the network's sum in exact rationals."""
+    from fractions import Fraction as F
+
+    want = sum(F(aj) * max(sum(F(bj) * F(xi) for bj, xi in zip(row, x, strict=True)), F(0))
+               for aj, row in zip(a, B, strict=True)) / len(a)
+    p = {"a": np.array(a), "B": np.array(B)}
+    got = float(two_layer(p, np.array(x)))
+    assert want != 0 and abs(F(got) - want) <= 1e-14 * abs(want), (got, float(want))
+    batch = np.asarray(two_layer_batch(p, np.array([x, [1.0] * len(x)])))
+    assert abs(F(float(batch[0])) - want) <= 1e-14 * abs(want)
+    other = sum(F(aj) * max(sum(map(F, row)), F(0)) for aj, row in zip(a, B, strict=True))
+    assert abs(F(float(batch[1])) - other / len(a)) <= 1e-14 * abs(other / len(a))
