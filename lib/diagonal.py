@@ -1619,20 +1619,111 @@ def log_exponential_loss(params, args):
 # exponential_loss_path (see the check there).
 _MIN_ULPS_PER_STEP = 1024
 
+# Most loss checkpoints (levels of ratio max_ratio, see exponential_loss_path) accepted.
+_MAX_LEVELS = 100_000
+
+# Status codes of the compiled normalized-GD loop of exponential_loss_path.
+_RUNNING, _DONE, _PLATEAU, _NONFINITE, _RESOLUTION, _OVERFLOW, _ASCENT = range(7)
+
+
+def _curvature_bound(up, um, xmax, depth):
+    r"""A bound :math:`M(u) \ge \|\nabla^2 \log L(u)\|_2` (one run; ``up``, ``um`` of shape
+    ``(d,)``): with :math:`F(w) = \log L` as a function of :math:`w = u_+^D - u_-^D`,
+    :math:`\nabla^2_u \log L = J^\top \nabla^2 F J + \sum_i \partial_i F\, \nabla^2 w_i`, where
+    :math:`\|\nabla^2 F\| \le \max_n\|x_n\|^2` (a covariance of the rows under softmax weights),
+    :math:`\|J\|^2 = D^2\max_i(u_{+,i}^{2D-2} + u_{-,i}^{2D-2})` (both halves of :math:`u` feed
+    coordinate :math:`i`), :math:`|\partial_i F| \le \max_n\|x_n\|` and :math:`\nabla^2 w_i` is
+    diagonal with entries :math:`\pm D(D-1)u_{\pm,i}^{D-2}`. Written as squares of
+    :math:`u^{D-1}\max_n\|x_n\|` so that tiny or huge ``xmax`` neither underflows nor
+    overflows before the product does."""
+    a = (jnp.abs(up) ** (depth - 1) * xmax) ** 2 + (jnp.abs(um) ** (depth - 1) * xmax) ** 2
+    umax = jnp.maximum(jnp.max(jnp.abs(up)), jnp.max(jnp.abs(um)))
+    return depth ** 2 * jnp.max(a) + depth * (depth - 1) * umax ** (depth - 2) * xmax
+
+
+def _log_loss_value(up, um, A, depth):
+    """log L of one run, as :func:`log_exponential_loss` without its argument checks."""
+    w = _beta_stable(up, um, depth)
+    return jax.scipy.special.logsumexp(-(A @ w)) - jnp.log(A.shape[0])
+
+
+def _ulps(x):
+    """Spacing of float64 at |x| (XLA flushes subnormals: at least the smallest normal)."""
+    ax = jnp.abs(x)
+    return jnp.maximum(jnp.nextafter(ax, jnp.inf) - ax, _validate.TINY)
+
 
 @functools.lru_cache(maxsize=None)
-def _log_loss_grad(depth):
-    """The gradient of :func:`log_exponential_loss` over a batch of runs, compiled once per
-    depth (used to detect a normalized-GD step below float64 rounding)."""
-    return jax.jit(jax.vmap(jax.grad(_log_loss_of_depth(depth))))
+def _exponential_loop(depth):
+    """Normalized GD on log L for a batch of runs, compiled once per depth: one
+    ``jax.lax.while_loop`` per run (vectorized with ``jax.vmap``), the step
+    ``step / M(u_k)`` recomputed at every iterate; the state at the first iterate where
+    :math:`-\\log L` reaches each accuracy is recorded."""
+    value_and_grad = jax.value_and_grad(_log_loss_value, argnums=(0, 1))
 
+    def one(up, um, A, acc, levels, step, xmax, max_steps):
+        K, d = acc.shape[0], up.shape[0]
+        f0, (gp0, gm0) = value_and_grad(up, um, A, depth)
+        zero_i = jnp.zeros((), jnp.int64)
+        state = dict(up=up, um=um, f=f0, gp=gp0, gm=gm0, k=zero_i, t=jnp.zeros(()),
+                     level=zero_i, since=zero_i, status=zero_i,
+                     done=jnp.zeros(K, bool), rec_w=jnp.zeros((K, d)), rec_f=jnp.zeros(K),
+                     rec_k=jnp.zeros(K, jnp.int64), rec_t=jnp.zeros(K),
+                     ulps=jnp.zeros(()), bound=jnp.zeros(()), f_new=f0, f_mid=f0)
 
-@functools.lru_cache(maxsize=None)
-def _log_loss_of_depth(depth):
-    """One function object per depth, so that the compiled training loop is reused."""
-    def loss(params, A):
-        return log_exponential_loss(params, (A, depth))
-    return loss
+        def body(s):
+            s = dict(s)
+            f = s["f"]
+            # record the first iterate at which -log L reaches each accuracy
+            reached = (-f >= acc) & ~s["done"]
+            w = _beta_stable(s["up"], s["um"], depth)
+            s["rec_w"] = jnp.where(reached[:, None], w[None, :], s["rec_w"])
+            s["rec_f"] = jnp.where(reached, f, s["rec_f"])
+            s["rec_k"] = jnp.where(reached, s["k"], s["rec_k"])
+            s["rec_t"] = jnp.where(reached, s["t"], s["rec_t"])
+            s["done"] = s["done"] | reached
+            # step budget: max_steps between consecutive checkpoints of -log L
+            # (one checkpoint per iterate: a step past several is caught up on the next ones)
+            passed = -f >= levels[jnp.minimum(s["level"], levels.shape[0] - 1)]
+            level = jnp.where(passed, s["level"] + 1, s["level"])
+            since = jnp.where(passed, 0, s["since"])
+            bound = _curvature_bound(s["up"], s["um"], xmax, depth)
+            eta = step / bound
+            # float64 resolution of the step, in units in the last place of u: at the start
+            # the move itself; later the move the step allows at the largest gradient the
+            # data give (|d log L / d w_i| <= max ||x_n||), since near a saddle point the
+            # gradient, and with it the move, is small without any loss of resolution
+            move = jnp.maximum(jnp.max(jnp.abs(eta * s["gp"]) / _ulps(s["up"])),
+                               jnp.max(jnp.abs(eta * s["gm"]) / _ulps(s["um"])))
+            reach = eta * depth * xmax * jnp.maximum(
+                jnp.max(jnp.abs(s["up"]) ** (depth - 1) / _ulps(s["up"])),
+                jnp.max(jnp.abs(s["um"]) ** (depth - 1) / _ulps(s["um"])))
+            move = jnp.where(s["k"] == 0, move, reach)
+            up_new, um_new = s["up"] - eta * s["gp"], s["um"] - eta * s["gm"]
+            f_new, (gp_new, gm_new) = value_and_grad(up_new, um_new, A, depth)
+            finite = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(up_new)) \
+                & jnp.all(jnp.isfinite(um_new))
+            # log L must decrease (the step is below 2 / curvature); allow rounding of log L
+            ascent = f_new > f + 64 * jnp.finfo(jnp.float64).eps * jnp.maximum(1.0, jnp.abs(f))
+            status = jnp.select(
+                [jnp.all(s["done"]), since >= max_steps, ~jnp.isfinite(bound),
+                 ~(move >= _MIN_ULPS_PER_STEP), ~finite, ascent],
+                [_DONE, _PLATEAU, _OVERFLOW, _RESOLUTION, _NONFINITE, _ASCENT], _RUNNING)
+            take = status == _RUNNING
+            # log L halfway through the budget of the current checkpoint (rate for messages)
+            s["f_mid"] = jnp.where(since == max_steps // 2, f, s["f_mid"])
+            s.update(status=status, level=level, since=jnp.where(take, since + 1, since),
+                     ulps=move, bound=bound, f_new=f_new)
+            for key, new in (("up", up_new), ("um", um_new), ("f", f_new), ("gp", gp_new),
+                             ("gm", gm_new)):
+                s[key] = jnp.where(take, new, s[key])
+            s["k"] = jnp.where(take, s["k"] + 1, s["k"])
+            s["t"] = jnp.where(take, s["t"] + eta, s["t"])
+            return s
+
+        return jax.lax.while_loop(lambda s: s["status"] == _RUNNING, body, state)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None, None, None, None, None)))
 
 
 class ExponentialRun(NamedTuple):
@@ -1680,45 +1771,78 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     r"""Train the depth-D diagonal network on the exponential loss with normalized gradient
     descent until :math:`L \le \epsilon` for each :math:`-\log\epsilon` in ``accuracies``.
 
-    Normalized GD (Moroshko et al. 2020, Sec. 5; Nacson et al. 2019) steps along
-    :math:`\nabla L / L = \nabla \log L`; :func:`lib.flows.gradient_descent_sweep` runs it with
-    ``log_domain=True`` on :func:`log_exponential_loss`, so :math:`L = 10^{-300}` and far below
-    (:math:`-\log\epsilon` in the thousands) is reached without underflow. All scales
-    :math:`\alpha` run in one compiled batch from :math:`u_\pm = \alpha\mathbf 1`. The accuracy
-    range is cut into levels with ratio at most ``max_ratio``; on each level the step is
-    ``step`` divided by a bound on the curvature of :math:`\log L`,
-    :math:`D^2 \|u\|_\infty^{2D-2}\max_n\|x_n\|^2 + D(D-1)\|u\|_\infty^{D-2}\max_n\|x_n\|`,
-    taken where the level starts. A level after which that step exceeds 2 / (the bound where
-    it ended) (the scale grew during the level: small :math:`\alpha` with D >= 3) is run again
-    in chunks, the step recomputed before each. A scalar change of step only reparametrizes
-    time, so the path follows the same gradient flow.
+    The model is :math:`w = u_+^D - u_-^D` with loss
+    :math:`L(u) = \frac1N\sum_n \exp(-y_n\langle x_n, w\rangle)` (Moroshko et al. 2020, Sec. 2),
+    started at :math:`u_\pm = \alpha\mathbf 1`. Normalized GD (Moroshko et al. 2020, Sec. 5;
+    Nacson et al. 2019) steps along :math:`\nabla L / L = \nabla\log L`:
+
+    .. math:: u_{k+1} = u_k - \eta_k \nabla\log L(u_k), \qquad
+              \eta_k = \mathtt{step} / M(u_k),
+
+    a discretization of the flow :math:`\dot u = -\nabla\log L(u)` (:math:`\log L` is
+    computed as a log-sum-exp, so :math:`L = 10^{-300}` and far below is reached without
+    underflow). :math:`M` bounds the curvature of :math:`\log L` at the iterate,
+
+    .. math:: M(u) = D^2 \max_i\big(u_{+,i}^{2D-2} + u_{-,i}^{2D-2}\big)\max_n\|x_n\|^2
+              + D(D-1)\,\|u\|_\infty^{D-2}\max_n\|x_n\|
+              \;\ge\; \|\nabla^2\log L(u)\|_2,
+
+    and is recomputed at every iterate (the scale of :math:`u` grows by orders of magnitude
+    from a small :math:`\alpha` at :math:`D\ge3`), so the step stays below :math:`2/M` and
+    :math:`\log L` decreases at every step (checked). The time :math:`t_k=\sum_{j<k}\eta_j`
+    is the time of the flow; its error, like that of :math:`w`, is proportional to ``step``
+    (0.25 gives a few percent; halve ``step`` to halve it). All scales run in one compiled
+    ``jax.lax.while_loop`` batch, each run stopping on its own.
+
+    Small :math:`\alpha` with :math:`D\ge3` starts at a saddle point of :math:`\log L`
+    (:math:`u = 0`): the flow can stay on a plateau of the loss for a long time (on a
+    Gaussian 5x8 instance, flow times up to 2e11 at :math:`\alpha = 10^{-6}`, :math:`D = 4`),
+    which normalized GD at a step bounded by the curvature cannot cross in a reasonable
+    number of steps; such runs stop with a :class:`RuntimeError` (below), never with a
+    wrong answer.
 
     Args:
-        X: ``(N, d)`` inputs; y: ``(N,)`` labels in {-1, +1}; data separable.
-        alpha: float > 0 or 1-D array of scales. depth: int D >= 2.
-        accuracies: increasing training accuracies :math:`-\log\epsilon > 0`.
-        step: step in units of the inverse curvature bound (0 < step <= 0.5).
-        max_ratio: largest ratio between consecutive levels (> 1).
-        max_steps: steps allowed per level.
+        X: ``(N, d)`` real inputs; y: ``(N,)`` labels in {-1, +1}; the data must be linearly
+            separable through the origin.
+        alpha: float > 0 or ``(B,)`` array of scales (normal float64). depth: int D >= 2.
+        accuracies: ``(K,)`` increasing training accuracies :math:`-\log\epsilon > 0`.
+        step: step in units of :math:`1/M(u_k)` (0 < step <= 0.5).
+        max_ratio: the step budget is counted between checkpoints of :math:`-\log L` in
+            geometric progression of ratio at most ``max_ratio`` (> 1) up to each accuracy;
+            at most 100 000 checkpoints.
+        max_steps: steps allowed between two consecutive checkpoints (int >= 1).
 
     Returns:
-        An :class:`ExponentialRun`.
+        An :class:`ExponentialRun` (fields of leading shape ``(B, K)``, or ``(K,)`` for a
+        scalar ``alpha``) holding the first iterate at which :math:`\log L \le \log\epsilon_k`.
 
     Raises:
         ValueError: ``X`` not a finite real 2-D array with at least one row and column;
             ``y`` not in {-1, +1}^N; ``alpha`` not finite and > 0 or subnormal; ``depth``
-            not an integer >= 2; ``accuracies`` not a
-            non-empty 1-D array of finite real numbers (bools, strings, None and complex are
-            refused), increasing and > 0; ``step`` not in (0, 0.5]; ``max_ratio`` not > 1;
-            ``max_steps`` not an integer >= 1; a curvature bound that overflows (``X`` or
-            ``alpha`` too large); data ``(X, y)`` that are not linearly separable through
-            the origin (checked first, by a feasibility linear program); ``alpha`` so large
-            for the scale of ``X`` (roughly ``depth * alpha**depth * max ||x_n|| > 1e11``)
-            that a normalized-GD step moves :math:`u` by fewer than 1024 units in the last
-            place (checked before each run of steps: rounding would then distort the path by
-            more than about 1e-4, and below half a unit :math:`u` never moves).
-        RuntimeError: a level was not reached within ``max_steps`` (the message gives the
-            loss reached).
+            not an integer >= 2; ``accuracies`` not a non-empty 1-D array of finite real
+            numbers (bools, strings, None and complex are refused), increasing, > 0 and
+            normal (not subnormal); ``step`` not in (0, 0.5] or subnormal; ``max_ratio``
+            not > 1 or so close to 1 that the accuracies need more than 100 000
+            checkpoints; ``max_steps`` not an integer >= 1; data ``(X, y)`` that are not
+            linearly separable through the origin (checked first, by a feasibility linear
+            program); a curvature bound :math:`M` that overflows (``X`` or ``alpha`` too
+            large); a step that moves :math:`u` by fewer than 1024 units in the last place
+            (rounding would distort the path by more than about 1e-4, and below half a unit
+            :math:`u` never moves), checked at the start and, later, for the move at the
+            largest gradient the data allow (near a saddle point the gradient is small
+            without any loss of resolution). The message names the argument at fault:
+            ``alpha`` (or the scale of ``X``) when this happens at the start even at
+            ``step = 0.5``, roughly when ``depth * alpha**depth * max ||x_n|| > 1e11``;
+            ``step`` when a larger step would be resolved; ``accuracies`` when :math:`u`
+            has grown that large during training.
+        RuntimeError: a checkpoint of :math:`-\log L` not reached within ``max_steps``
+            steps: a plateau of the loss near a saddle point, or steady but slow progress
+            towards a large accuracy (the message says which, from the rise of
+            :math:`-\log L` over the last half of the steps, and gives the loss reached, the
+            steps and flow time used, and what to do); :math:`\log L`
+            non-finite or increasing at a step (not expected: the step is below
+            :math:`2/M`); a returned :math:`w` whose recomputed :math:`\log L` misses its
+            accuracy.
 
     Example:
         >>> import numpy as np
@@ -1734,134 +1858,122 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     scalar = alphas.ndim == 0
     alphas = np.atleast_1d(alphas)
     # dtype first (strings, None, complex and bools are refused, not coerced), then values
-    acc = np.asarray(_validate.as_array("accuracies", accuracies, ndim=1))
+    acc = np.asarray(_validate.as_array("accuracies", accuracies, ndim=1), dtype=np.float64)
     if acc.ndim != 1 or acc.size == 0 or not np.all(np.isfinite(acc)) or np.any(acc <= 0) \
             or np.any(np.diff(acc) <= 0):
         raise ValueError("accuracies must be a non-empty increasing 1-D array of numbers > 0")
-    step = _validate.positive("step", step)
+    if acc[0] < _validate.TINY:
+        raise ValueError(f"accuracies has a subnormal value {acc[0]!r} (below "
+                         f"{_validate.TINY:.3e}): XLA flushes it to zero; pass normal numbers")
+    step = _validate.positive("step", step, normal=True)
     if step > 0.5:
         raise ValueError(f"step must be in (0, 0.5], got {step}")
-    if _validate.positive("max_ratio", max_ratio) <= 1:
+    max_ratio = _validate.positive("max_ratio", max_ratio)
+    if max_ratio <= 1:
         raise ValueError(f"max_ratio must be > 1, got {max_ratio}")
     max_steps = _validate.integer("max_steps", max_steps, minimum=1)
-    _check_separable(X, y)
-    A = jnp.asarray(y)[:, None] * X
-    xmax = np.float64(jnp.max(jnp.linalg.norm(X, axis=1)))  # numpy: xmax ** 2 may be inf
-    if not (np.isfinite(xmax) and xmax >= 1e-150):
-        # squares of entries above 1e154 overflow, below 1e-154 are flushed: row-scaled norms
-        nb, eb = _validate.row_norms_pow2(np.asarray(X))
-        with np.errstate(over="ignore"):
-            xmax = np.float64(np.max(np.ldexp(nb, eb)))
-    # levels: start at -log L(0) = 0 < the first accuracy, refine geometrically
-    levels = []
+    # checkpoints of -log L: from below -log L(0) = 0 to each accuracy, ratio <= max_ratio;
+    # counted before they are built (max_ratio = 1 + 1e-12 would ask for 1e13 of them)
     lo = min(acc[0], 1.0) / max_ratio
-    for a in acc:
-        n = max(int(np.ceil(np.log(a / lo) / np.log(max_ratio))), 1)
-        levels.extend(list(np.geomspace(lo, a, n + 1)[1:]))
-        lo = a
-    levels = np.asarray(levels)
-    B, d = alphas.shape[0], X.shape[1]
-    params = {"w_plus": jnp.asarray(np.repeat(alphas[:, None], d, 1)),
-              "w_minus": jnp.asarray(np.repeat(alphas[:, None], d, 1))}
-    loss = _log_loss_of_depth(depth)
-    A_batch = jnp.broadcast_to(A, (B,) + A.shape)
-    steps_total, time_total = np.zeros(B, dtype=np.int64), np.zeros(B)
-    out = {k: [] for k in ("w", "log_loss", "steps", "times")}
-    def curvature(p):
-        """The curvature bound of log L at p (one per run)."""
-        umax = np.maximum(np.max(np.abs(np.asarray(p["w_plus"])), 1),
-                          np.max(np.abs(np.asarray(p["w_minus"])), 1))
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            return depth ** 2 * umax ** (2 * depth - 2) * xmax ** 2 \
-                + depth * (depth - 1) * umax ** (depth - 2) * xmax
-
-    def run(p, num_steps, level):
-        with np.errstate(over="ignore", divide="ignore"):
-            eta = step / curvature(p)
-        if not np.all(np.isfinite(eta) & (eta > 0)):
-            k = int(np.flatnonzero(~(np.isfinite(eta) & (eta > 0)))[0])
-            raise ValueError(
-                f"the curvature bound of log L overflows float64 (alpha={alphas[k]:.3e}, "
-                f"max ||x_n|| = {xmax:.3e}, depth={depth}): rescale X or alpha")
-        # float64 resolution of a step: when u ~ alpha is large against the update (alpha large
-        # for the scale of X), a step moves u by a few units in the last place and rounding
-        # distorts the path (measured: relative error of w_hat about 0.04 / (ulps per step);
-        # 0.7 % at 180 ulps, 15-50 % at 60, and at < 0.5 ulp u never moves). Refuse below
-        # _MIN_ULPS_PER_STEP (error about 4e-5) instead of answering wrong or running
-        # num_steps no-op steps.
-        grad = _log_loss_grad(depth)(p, A_batch)
-        eta_b = np.asarray(eta)[:, None]
-        ulps = np.zeros(B)
-        for key in ("w_plus", "w_minus"):
-            u = np.asarray(p[key])
-            ulps = np.maximum(ulps, np.max(np.abs(eta_b * np.asarray(grad[key]))
-                                           / np.spacing(np.abs(u)), axis=1))
-        if not np.all(ulps >= _MIN_ULPS_PER_STEP):
-            k = int(np.flatnonzero(~(ulps >= _MIN_ULPS_PER_STEP))[0])
-            raise ValueError(
-                f"alpha={alphas[k]:.3e} is too large for the scale of X (max ||x_n|| = "
-                f"{xmax:.3e}, depth={depth}): a normalized-GD step moves u by "
-                f"{ulps[k]:.3g} units of float64 rounding (at least {_MIN_ULPS_PER_STEP} are "
-                "needed for a path accurate to about 1e-4); rescale X or alpha so that "
-                "depth * alpha**depth * max ||x_n|| stays below about 1e11")
-        traj = flows.gradient_descent_sweep(
-            loss, p, step_size=eta, num_steps=num_steps,
-            snapshots=np.array([num_steps]), target=-float(level), normalized=True,
-            log_domain=True, loss_args=A_batch, progress=False)
-        # the step must stay below 2 / (curvature bound) where the run ends too: when the scale
-        # grew during the run (small alpha, D >= 3: u grows from alpha to O(1)), a step fixed
-        # at the start can exceed it and the iterates leave the gradient flow
-        with np.errstate(over="ignore", invalid="ignore"):
-            stable = bool(np.all(curvature(traj.final) * eta <= 2.0))
-        return traj, eta, stable
-
-    def too_slow(losses, k, level, taken):
-        return RuntimeError(
-            f"exponential_loss_path: log L = {float(losses[k, -1]):.4g} still above "
-            f"-{level:.4g} after {taken} steps (alpha={alphas[k]}, depth={depth})")
-
-    for level in levels:
-        traj, eta, stable = run(params, max_steps, level)
-        if stable:
-            if not np.all(traj.converged):
-                k = int(np.flatnonzero(~np.asarray(traj.converged))[0])
-                raise too_slow(traj.losses, k, level, max_steps)
-            params = traj.final
-            steps_total = steps_total + np.asarray(traj.num_steps)
-            time_total = time_total + np.asarray(traj.num_steps) * eta
-        else:
-            # redo the level in chunks, the step recomputed from the curvature bound before
-            # each; a chunk after which the step exceeds 2 / curvature is redone at half length
-            chunk, taken = 1024, np.zeros(B, dtype=np.int64)
-            while True:
-                traj, eta, stable = run(params, chunk, level)
-                if not stable:
-                    if chunk == 1:
-                        raise RuntimeError(
-                            f"exponential_loss_path: one step at the curvature bound exceeds "
-                            f"the stability limit (alpha={alphas}, depth={depth})")
-                    chunk //= 2
-                    continue
-                params = traj.final
-                taken = taken + np.asarray(traj.num_steps)
-                steps_total = steps_total + np.asarray(traj.num_steps)
-                time_total = time_total + np.asarray(traj.num_steps) * eta
-                if np.all(traj.converged):
-                    break
-                if taken.max() >= max_steps:
-                    k = int(np.flatnonzero(~np.asarray(traj.converged))[0])
-                    raise too_slow(traj.losses, k, level, int(taken[k]))
-                chunk = min(2 * chunk, 1 << 16)
-        if np.any(np.isclose(level, acc, rtol=1e-12)):
-            out["w"].append(np.asarray(_beta_stable(params["w_plus"], params["w_minus"],
-                                                    depth)))
-            out["log_loss"].append(np.asarray(traj.losses[:, -1]))
-            out["steps"].append(steps_total.copy())
-            out["times"].append(time_total.copy())
-    w = np.stack(out["w"], 1)
-    margin = np.min(np.einsum("nd,bkd->bkn", np.asarray(A), w), axis=-1)
-    res = ExponentialRun(acc, w, w / margin[..., None], margin, np.stack(out["log_loss"], 1),
-                         np.stack(out["steps"], 1), np.stack(out["times"], 1))
+    log_ratio = np.log1p(max_ratio - 1.0)
+    bounds = np.concatenate([[lo], acc])
+    counts = np.maximum(np.ceil(np.log(bounds[1:] / bounds[:-1]) / log_ratio), 1.0)
+    if not np.sum(counts) <= _MAX_LEVELS:
+        raise ValueError(
+            f"max_ratio={max_ratio!r} is too close to 1: the accuracies up to {acc[-1]:.4g} "
+            f"would need {np.sum(counts):.3g} checkpoints of the loss (at most {_MAX_LEVELS}); "
+            "pass a larger max_ratio (and a larger max_steps if steps run out)")
+    levels = np.concatenate([np.geomspace(a, b, int(n) + 1)[1:]
+                             for a, b, n in zip(bounds[:-1], bounds[1:], counts, strict=True)])
+    levels[np.cumsum(counts.astype(int)) - 1] = acc   # the accuracies themselves, exactly
+    _check_separable(X, y)
+    A = np.asarray(y)[:, None] * np.asarray(X, dtype=np.float64)
+    # squares of entries above 1e154 overflow, below 1e-154 are flushed: row-scaled norms
+    nb, eb = _validate.row_norms_pow2(A)
+    with np.errstate(over="ignore"):
+        xmax = float(np.max(np.ldexp(nb, eb)))
+    d = X.shape[1]
+    u0 = jnp.asarray(np.repeat(alphas[:, None], d, 1))
+    s = _exponential_loop(depth)(u0, u0, jnp.asarray(A), jnp.asarray(acc), jnp.asarray(levels),
+                                 jnp.float64(step), jnp.float64(xmax), jnp.int64(max_steps))
+    s = {key: np.asarray(v) for key, v in s.items()}
+    status = s["status"]
+    for b in np.flatnonzero(status != _DONE):
+        _raise_exponential_failure(s, b, int(status[b]), float(alphas[b]), depth, step, xmax, acc,
+                                   levels, max_steps)
+    w = s["rec_w"]
+    margin = np.min(np.einsum("nd,bkd->bkn", A, w), axis=-1)
+    # checked after the fact: each returned w reaches its accuracy (log L recomputed from w)
+    from scipy.special import logsumexp
+    log_loss = logsumexp(-np.einsum("nd,bkd->bkn", A, w), axis=-1) - np.log(A.shape[0])
+    slack = 1e-12 * np.maximum(1.0, acc)
+    if not np.all(log_loss <= -acc + slack):
+        b, k = np.argwhere(~(log_loss <= -acc + slack))[0]
+        raise RuntimeError(
+            f"exponential_loss_path: the returned w for alpha={alphas[b]!r}, accuracy "
+            f"{acc[k]:.6g} has log L = {log_loss[b, k]:.6g} recomputed from w (the loop "
+            f"recorded {s['rec_f'][b, k]:.6g}): rounding of w misses the accuracy")
+    res = ExponentialRun(acc, w, w / margin[..., None], margin, s["rec_f"], s["rec_k"],
+                         s["rec_t"])
     if scalar:
         res = ExponentialRun(acc, *(np.asarray(f)[0] for f in res[1:]))
     return res
+
+
+def _raise_exponential_failure(s, b, status, alpha, depth, step, xmax, acc, levels,
+                               max_steps):
+    """The error of run ``b`` of exponential_loss_path, naming the argument at fault."""
+    k, f, t = int(s["k"][b]), float(s["f"][b]), float(s["t"][b])
+    where = (f"alpha={alpha!r}, depth={depth}, max ||x_n|| = {xmax:.3e}: after {k} steps "
+             f"(flow time {t:.4g}), log L = {f:.6g}")
+    if status == _OVERFLOW:
+        raise ValueError(
+            f"the curvature bound of log L overflows float64 ({where}): rescale X or alpha")
+    if status == _RESOLUTION:
+        ulps = float(s["ulps"][b])
+        need = f"at least {_MIN_ULPS_PER_STEP} are needed for a path accurate to about 1e-4"
+        if ulps * 0.5 / step >= _MIN_ULPS_PER_STEP:
+            raise ValueError(
+                f"step={step!r} is too small ({where}): a normalized-GD step moves u by "
+                f"{ulps:.3g} units of float64 rounding ({need}); pass step >= "
+                f"{step * _MIN_ULPS_PER_STEP / ulps:.3g} (at most 0.5)")
+        if k == 0:
+            raise ValueError(
+                f"alpha={alpha!r} is too large for the scale of X (max ||x_n|| = {xmax:.3e}, "
+                f"depth={depth}): a normalized-GD step moves u by {ulps:.3g} units of float64 "
+                f"rounding ({need}); rescale X or alpha so that "
+                "depth * alpha**depth * max ||x_n|| stays below about 1e11")
+        raise ValueError(
+            f"accuracies up to {acc[-1]:.6g} are beyond float64 resolution ({where}): u has "
+            f"grown so large that a normalized-GD step moves it by at most {ulps:.3g} units "
+            f"of float64 rounding at the largest gradient ({need}); ask for accuracies below "
+            f"{-f:.4g}" + (" or pass a larger step" if step < 0.5 else ""))
+    if status == _PLATEAU:
+        nxt = float(levels[np.searchsorted(levels, -f, side="right")])
+        target = float(acc[np.searchsorted(acc, nxt)])
+        half = max_steps - max_steps // 2
+        rise = float(s["f_mid"][b]) - f
+        more = (nxt + f) / rise * half if rise > 0 else np.inf
+        head = (f"exponential_loss_path: -log L did not reach the checkpoint {nxt:.4g} (on the "
+                f"way to accuracy {target:.4g}) within max_steps={max_steps} steps ({where}); "
+                f"over the last {half} steps it rose by {rise:.3g}. ")
+        if more > 10 * max_steps:
+            raise RuntimeError(
+                head + "The loss is on a plateau: the gradient flow is near a saddle point of "
+                "log L (small alpha with depth >= 3 starts at one) and moves slowly there, "
+                "while the step stays bounded by the curvature. Pass a larger max_steps (the "
+                "cost grows with the plateau's flow time), a larger alpha, or integrate the "
+                "flow with an ODE solver")
+        raise RuntimeError(
+            head + f"The loss decreases steadily but slowly (at that rate about {more:.3g} "
+            "more steps; -log L grows about linearly with the number of steps once the data "
+            "are separated): pass a larger max_steps or smaller accuracies")
+    if status == _ASCENT:
+        raise RuntimeError(
+            f"exponential_loss_path: log L increased from {f:.17g} to "
+            f"{float(s['f_new'][b]):.17g} at a step of step / M = "
+            f"{step / float(s['bound'][b]):.3g} ({where}): the curvature bound M = "
+            f"{float(s['bound'][b]):.3g} is not a bound here (a bug; please report)")
+    raise RuntimeError(
+        f"exponential_loss_path: log L or u became non-finite at a step ({where}; "
+        f"curvature bound {float(s['bound'][b]):.3g}, next log L {float(s['f_new'][b])!r})")
