@@ -1576,7 +1576,8 @@ def log_exponential_loss(params, args):
     The exponential loss of the diagonal network studied by Moroshko et al. 2020 (Sec. 2;
     trained by normalized gradient descent, Sec. 5), in log domain for
     :func:`lib.flows.gradient_descent` and :func:`lib.flows.gradient_descent_sweep` with
-    ``log_domain=True`` (as :func:`exponential_loss_path` does). The predictor is computed as
+    ``log_domain=True`` (:func:`exponential_loss_path` runs its own loop on the same
+    :math:`\log L`, the step recomputed at every iterate). The predictor is computed as
     :math:`(u_+ - u_-)\sum_k u_+^k u_-^{D-1-k}`, without cancellation when :math:`u_+ \approx
     u_-`.
 
