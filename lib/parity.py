@@ -714,7 +714,8 @@ def _model_args(theta, x):
 
 
 def smooth_step(z):
-    r"""The piecewise-quadratic sigmoid :math:`\sigma` of Malach et al. (2021, Sec. 3).
+    r"""A piecewise-quadratic sigmoid :math:`\sigma` with the properties of the activation of
+    Malach et al. (2021, Sec. 3).
 
     .. math::
         \sigma(z) = 0\ (z \le 0),\quad 2z^2\ (0 \le z \le \tfrac12),\quad
@@ -722,7 +723,10 @@ def smooth_step(z):
 
     It is continuously differentiable, :math:`|\sigma'| \le 2`, and flat (value and slope
     constant) outside :math:`(0, 1)`: the gates of the models below switch on or off without
-    changing the gradient where they are closed.
+    changing the gradient where they are closed. The formula is this course's reconstruction:
+    the paper's definition is lost in the text available to us, which keeps only these
+    properties and the identity :math:`z^2 = 2r^2(\sigma(z/2r) + \sigma(-z/2r))` on
+    :math:`[-r, r]`, which this :math:`\sigma` satisfies.
 
     Args:
         z: float array of any shape.
