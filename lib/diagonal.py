@@ -1368,7 +1368,7 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     r"""The transition-regime limit of the exponential loss:
     :math:`\arg\min_w Q^D_\mu(w)` s.t. :math:`y_n\langle x_n, w\rangle \ge 1` for all n.
 
-    Moroshko et al. (2020, Sec. 4, main result) show that along
+    Moroshko et al. (2020, main result) show that along
     :math:`\alpha^D / \log(1/\epsilon) \to \mu`, the margin-normalized predictor of the depth-D
     diagonal network tends to this point (when the support vectors are stable);
     :math:`Q^D_\mu(w) = \mu\sum_i q_D(w_i/\mu)` is the regularizer of :func:`Q` with
