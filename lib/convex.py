@@ -107,7 +107,11 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             apart in exact rational arithmetic: inconsistent, or consistent with an ``X`` too
             ill-conditioned; a larger one is called inconsistent or too ill-conditioned to
             tell), for ``p = 1`` an ``X`` whose support columns are too ill-conditioned for
-            the refined answer to verify (condition number near 1 / eps), for ``p = 2`` a
+            the refined answer to verify (condition number near 1 / eps) or whose answer
+            leaves a residual beyond rounding along a near-singular direction of ``X``
+            (relative distance :math:`\|X^{+}r\| / \|\beta\|` to the interpolants above
+            1e-9: rows (1, 2, 3) and (1, 2, 3 + 1e-9) with y = (1, 1), whose LP vertex
+            [0, 0, 1/3] misses by 1.7e-10 along the rows' difference), for ``p = 2`` a
             near-singular ``X``
             whose least-squares residual is above rounding level (the interpolant is then
             ill-determined; the message gives the residual and singular values; a full-row-rank
@@ -281,7 +285,22 @@ def _certify_original(cert, beta, X, y, forward_error):
         with np.errstate(all="ignore"):
             d = qr_lstsq(X[:, support], r, lapack_driver="gelsy", check_finite=False)[0]
             fe = float(_validate.norm(d) / _validate.norm(beta[support]))
-    forward_error = max(float(forward_error), fe if np.isfinite(fe) else np.inf)
+    # the residual beyond rounding, seen through all of X: a beta fitting y to 1e-10 along a
+    # direction where X has singular value 1e-10 is O(1) away from every interpolant (rows
+    # (1, 2, 3) and (1, 2, 3 + 1e-9), y = (1, 1): the LP's [0, 0, 1/3] leaves a residual
+    # 1.7e-10 along the rows' difference, invisible to X_S^+ on its single column, while the
+    # optimum is [0, 0.5, 0]). |X^+ excess| / |beta| bounds the relative distance from beta to
+    # the interpolants (X of full row rank); X^+ by SVD, singular values below rounding kept out
+    with np.errstate(all="ignore"):
+        Xs = X / _validate.pow2_scale(X)
+        U, sv_all, Vt = np.linalg.svd(Xs, full_matrices=False)
+        keep = sv_all > max(X.shape) * np.finfo(float).eps * sv_all[0]
+        signed = np.sign(r / s) * excess  # scaled by s and by pow2_scale(X) like Xs
+        d_all = Vt[keep].T @ ((U[:, keep].T @ signed) / sv_all[keep])
+        fe_all = float(_validate.norm(d_all) * s / _validate.pow2_scale(X)
+                       / _validate.norm(beta))
+    forward_error = max(float(forward_error), fe if np.isfinite(fe) else np.inf,
+                        fe_all if np.isfinite(fe_all) else np.inf)
     cert = cert._replace(residual=residual, forward_error=forward_error)
     if not cert.verified():
         sv = np.linalg.svd(X / _validate.pow2_scale(X), compute_uv=False)
@@ -413,7 +432,9 @@ class Certificate(NamedTuple):
             ill-conditioned ``X`` the rounded optimum's own residual is far above 1e-9).
         forward_error: estimated relative error :math:`\|\delta\| / \|\beta\|` of the
             returned :math:`\beta`, with :math:`\delta = X_S^{+}(X_S\beta_S - y)` on its
-            support :math:`S` from the exact residual (0 when not estimated).
+            support :math:`S` from the exact residual, and at least
+            :math:`\|X^{+}r_+\| / \|\beta\|` with :math:`r_+` the exact residual beyond
+            rounding (the relative distance to the interpolants; 0 when not estimated).
         dual_infeasibility: how far the dual point violates its constraints
             (:math:`\max(0, \|X^\top\lambda\|_\infty - 1)` for the l1 problem).
         gap: relative duality gap :math:`|\|\beta\|_1 - y^\top\lambda| / \|\beta\|_1`;

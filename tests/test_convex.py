@@ -181,3 +181,20 @@ def test_min_l1_certificate_catches_an_inaccurate_point():
     for bad in (want * (1 + 1e-7), want + np.array([0.0, 1e-7, 0.0]) * np.abs(want).max()):
         with pytest.raises(ValueError, match="^X is too ill-conditioned"):
             _certify_original(base, bad, X, y, 0.0)
+
+
+@pytest.mark.parametrize("e", [1e-9, 3e-9, 1e-10, 1e-11])
+def test_min_l1_never_certifies_a_point_off_the_interpolants(e):
+    # rows (1, 2, 3) and (1, 2, 3 + e), y = (1, 1): the rows' difference gives e beta_3 = 0, so
+    # beta_3 = 0 and min |b1| + |b2| s.t. b1 + 2 b2 = 1 is [0, 1/2, 0] (by hand). The LP's
+    # vertex [0, 0, 1/(3 + e/2)] fits y to 1.7e-10 only: it was returned, certified (issue 21).
+    # A correct answer or a ValueError naming X; never another point
+    X = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0 + e]])
+    y = np.array([1.0, 1.0])
+    try:
+        beta, cert = lib.convex.min_norm_interpolant(X, y, p=1, return_certificate=True)
+    except ValueError as err:
+        assert "X is too ill-conditioned" in str(err)
+        return
+    assert cert.verified()
+    np.testing.assert_allclose(np.asarray(beta), [0.0, 0.5, 0.0], atol=1e-9)
