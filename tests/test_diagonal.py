@@ -345,3 +345,67 @@ def test_implicit_bias_limit_nearly_parallel_rows():
     with pytest.raises(ValueError, match=r"^X is too ill-conditioned for tol = 1\.0e-09: "
                                          r"condition number 4\.69"):
         dg.implicit_bias_limit(X, y, 1.0, 2)
+
+
+def _decimal_limit(X, y, alpha, depth, digits=60, iters=100):
+    """The limit alpha^D h_D(X^T nu) with X alpha^D h_D(X^T nu) = y, by Newton's method on nu
+    in ``digits``-digit decimal arithmetic (independent of lib: its own h_D and h_D')."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = digits
+        k = Decimal(depth) / Decimal(depth - 2) if depth > 2 else None
+
+        def h(z):
+            if depth == 2:
+                return z.exp() - (-z).exp()
+            return ((1 - z).ln() * -k).exp() - ((1 + z).ln() * -k).exp()
+
+        def hp(z):
+            if depth == 2:
+                return z.exp() + (-z).exp()
+            return k * (((1 - z).ln() * (-k - 1)).exp() + ((1 + z).ln() * (-k - 1)).exp())
+
+        Xd = [[Decimal(float(v)) for v in row] for row in X]
+        yd = [Decimal(float(v)) for v in y]
+        a = Decimal(float(alpha)) ** depth
+        N, d = len(Xd), len(Xd[0])
+        nu = [Decimal(0)] * N
+        for _ in range(iters):
+            z = [sum(Xd[n][j] * nu[n] for n in range(N)) for j in range(d)]
+            F = [sum(Xd[n][j] * a * h(z[j]) for j in range(d)) - yd[n] for n in range(N)]
+            J = [[sum(Xd[n][j] * a * hp(z[j]) * Xd[m][j] for j in range(d)) for m in range(N)]
+                 + [F[n]] for n in range(N)]
+            for c in range(N):  # Gaussian elimination, partial pivoting
+                p = max(range(c, N), key=lambda i, c=c: abs(J[i][c]))
+                J[c], J[p] = J[p], J[c]
+                for i in range(c + 1, N):
+                    f = J[i][c] / J[c][c]
+                    J[i] = [u - f * v for u, v in zip(J[i], J[c], strict=True)]
+            s = [Decimal(0)] * N
+            for i in reversed(range(N)):
+                s[i] = (J[i][N] - sum(J[i][m] * s[m] for m in range(i + 1, N))) / J[i][i]
+            t = Decimal(1)
+            while depth > 2 and max(abs(sum(Xd[n][j] * (nu[n] - t * s[n]) for n in range(N)))
+                                    for j in range(d)) >= 1:
+                t /= 2
+            nu = [nu[i] - t * s[i] for i in range(N)]
+        assert max(abs(v) for v in F) < Decimal(10) ** (20 - digits)
+        z = [sum(Xd[n][j] * nu[n] for n in range(N)) for j in range(d)]
+        return np.array([float(a * h(zj)) for zj in z])
+
+
+@pytest.mark.parametrize("e, alpha, depth", [(1e-9, 1.0, 2), (1e-8, 1000.0, 3)])
+def test_implicit_bias_limit_exhausted_newton_is_not_success(e, alpha, depth):
+    """Issue 21 round 10: rows (1, 2, 0.5) and (1, 2, 0.5 + e), y = (1, 1 + e): Newton on X
+    used all 500 iterations and stopped at residual 4e-10 <= tol |y| with beta [0.18, 0.37,
+    0.17] (e = 1e-9) or [0.112, 0.224, 0.880] (e = 1e-8, D = 3), far from the limit [0.0999,
+    0.2000, 1.0000] / [0.1, 0.2, 1.0] (60-digit decimal Newton). Exhausting max_iter is now a
+    failure (retried on orthonormal rows): the answer matches the reference to cond(X) eps
+    (~1e-6), or the call raises."""
+    X = np.array([[1.0, 2.0, 0.5], [1.0, 2.0, 0.5 + e]])
+    y = np.array([1.0, 1.0 + e])
+    want = _decimal_limit(X, y, alpha, depth)
+    beta, info = dg.implicit_bias_limit(X, y, alpha, depth, return_info=True)
+    assert int(info.iterations) < 500
+    np.testing.assert_allclose(np.asarray(beta), want, rtol=0, atol=1e-6 * np.abs(want).max())
