@@ -1753,7 +1753,10 @@ class ExponentialRun(NamedTuple):
         accuracies: ``(K,)`` the requested training accuracies :math:`-\\log\\epsilon`.
         w: ``(B, K, d)`` predictor :math:`w_+^D - w_-^D` when :math:`L` first reaches
             :math:`\\epsilon_k` (``(K, d)`` for a scalar ``alpha``).
-        w_hat: same shape: the margin-normalized predictor :math:`w / \\gamma`.
+        w_hat: same shape: the margin-normalized predictor :math:`w / \\gamma` where the
+            margin :math:`\\gamma > 0`, NaN where :math:`\\gamma \\le 0` (possible at an
+            accuracy :math:`-\\log\\epsilon \\le \\log N`: :math:`L \\le \\epsilon` forces
+            every margin positive only when :math:`N\\epsilon < 1`).
         margin: ``(B, K)`` margin :math:`\\gamma = \\min_n y_n\\langle x_n, w\\rangle`.
         log_loss: ``(B, K)`` :math:`\\log L` reached (:math:`\\le \\log\\epsilon_k`).
         steps: ``(B, K)`` normalized-GD steps taken. times: ``(B, K)`` normalized-flow time
@@ -1834,7 +1837,9 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
 
     Returns:
         An :class:`ExponentialRun` (fields of leading shape ``(B, K)``, or ``(K,)`` for a
-        scalar ``alpha``) holding the first iterate at which :math:`\log L \le \log\epsilon_k`.
+        scalar ``alpha``) holding the first iterate at which :math:`\log L \le \log\epsilon_k`;
+        its ``w_hat`` is NaN where the margin is :math:`\le 0` (possible at accuracies
+        :math:`\le \log N`), never a division by a non-positive margin.
 
     Raises:
         ValueError: ``X`` not a finite real 2-D array with at least one row and column;
@@ -1933,8 +1938,13 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
             f"exponential_loss_path: the returned w for alpha={alphas[b]!r}, accuracy "
             f"{acc[k]:.6g} has log L = {log_loss[b, k]:.6g} recomputed from w (the loop "
             f"recorded {s['rec_f'][b, k]:.6g}): rounding of w misses the accuracy")
-    res = ExponentialRun(acc, w, w / margin[..., None], margin, s["rec_f"], s["rec_k"],
-                         s["rec_t"])
+    # L <= eps makes every margin positive only when N eps < 1 (accuracy > log N): at a lower
+    # accuracy the margin can be <= 0 and w / margin is no normalized predictor (division by
+    # 0, or a sign flip), so w_hat is NaN there, never a wrong finite vector
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_hat = np.where((margin > 0)[..., None], w / np.where(margin > 0, margin, 1.0)[..., None],
+                         np.nan)
+    res = ExponentialRun(acc, w, w_hat, margin, s["rec_f"], s["rec_k"], s["rec_t"])
     if scalar:
         res = ExponentialRun(acc, *(np.asarray(f)[0] for f in res[1:]))
     return res

@@ -314,3 +314,28 @@ def test_exponential_path_checkpoints_do_not_change_the_path():
     b = diagonal.exponential_loss_path(X, y, 0.1, 3, [1.0, 10.0], max_ratio=1e6)
     np.testing.assert_array_equal(a.steps, b.steps)
     np.testing.assert_array_equal(a.w, b.w)
+
+
+def test_exponential_w_hat_is_nan_exactly_where_the_margin_is_not_positive():
+    """Issue 21 round 10: at an accuracy -log eps <= log N the loss L <= eps does not force
+    every margin positive (mean exp(-margin_n) <= eps gives margin_n > 0 only for N eps < 1),
+    and w / margin was [nan, inf] (margin 0) or a sign-flipped predictor (margin < 0). By
+    hand, at the start (w = 0, L = 1) the first iterate with L <= exp(-1e-3) for rows (1, 0),
+    (-1, 1) is the first step, which moves only the second coordinate (the gradient of
+    exp(-w1) + exp(w1 - w2) in w1 is 0 at w = 0): margin min(w1, w2 - w1) = 0 exactly."""
+    X = np.array([[1.0, 0.0], [-1.0, 1.0]])
+    run = diagonal.exponential_loss_path(X, np.array([1.0, 1.0]), 1.0, 2,
+                                         accuracies=[1e-3, 0.05])
+    assert run.margin[0] == 0.0 and run.w[0, 0] == 0.0
+    assert np.all(np.isnan(run.w_hat[0]))
+    assert run.margin[1] > 0
+    np.testing.assert_array_equal(run.w_hat[1], run.w[1] / run.margin[1])
+    X = np.array([[1.0, 0.0], [-2.0, 1.0]])
+    run = diagonal.exponential_loss_path(X, np.array([1.0, 1.0]), 1.0, 2,
+                                         accuracies=[0.1, 0.3, 1.0])
+    # margins recomputed from w: negative at the first two (N = 2, log N = 0.69 > 0.3)
+    margins = np.min(X @ run.w.T, axis=0)
+    assert margins[0] < 0 and margins[1] < 0 and margins[2] > 0
+    assert np.all(np.isnan(run.w_hat[:2])) and np.all(np.isfinite(run.w_hat[2]))
+    # each accuracy reached: mean exp(-margin_n) <= eps, recomputed independently
+    assert np.all(np.log(np.mean(np.exp(-(X @ run.w.T)), axis=0)) <= -run.accuracies)
