@@ -568,3 +568,18 @@ def finite_result(value, message):
     if not isinstance(value, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(value))):
         raise ValueError(message)
     return value
+
+
+def two_product(a, b):
+    """Error-free product (Dekker): ``a * b = p + e`` exactly, element-wise, for entries of
+    magnitude at most about 1 (no overflow in the split) whose products are not subnormal.
+    Returns ``(p, e)``, arrays of the broadcast shape."""
+    split = 134217729.0  # 2**27 + 1
+    ca, cb = split * a, split * b
+    ah = ca - (ca - a)
+    al = a - ah
+    bh = cb - (cb - b)
+    bl = b - bh
+    p = a * b
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e

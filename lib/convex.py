@@ -515,24 +515,10 @@ def _l1_interpolant_whitened(Xn, yn, first_error):
     return beta, cert._replace(solver="HiGHS (whitened system)")
 
 
-def _two_product(a, b):
-    """Error-free product (Dekker): ``a * b = p + e`` exactly, element-wise, for entries of
-    magnitude at most about 1 (no overflow in the split) whose products are not subnormal."""
-    split = 134217729.0  # 2**27 + 1
-    ca, cb = split * a, split * b
-    ah = ca - (ca - a)
-    al = a - ah
-    bh = cb - (cb - b)
-    bl = b - bh
-    p = a * b
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
-
-
 def _exact_residual(A, b, y):
     """``A @ b - y`` correctly rounded (each entry the float64 nearest the exact value): A, b
     and y divided by powers of two to max 1 (exact), the products split error-free
-    (:func:`_two_product`) and each row summed exactly (``math.fsum``). Products below the
+    (``_validate.two_product``) and each row summed exactly (``math.fsum``). Products below the
     normal range (about 1e-292 after scaling) lose their low bits, an error negligible beside
     the residual relative to max |y| that it is used for."""
     import math
@@ -541,7 +527,7 @@ def _exact_residual(A, b, y):
     As, bs = A / sa, b / sb
     with np.errstate(under="ignore", over="ignore"):
         ys = (y / sa) / sb
-        p, e = _two_product(As, bs[None, :])
+        p, e = _validate.two_product(As, bs[None, :])
     rows = [math.fsum([*pi, *ei, -yi]) for pi, ei, yi in zip(p, e, ys, strict=True)]
     with np.errstate(under="ignore", over="ignore"):
         return np.asarray(rows, dtype=np.float64) * sa * sb

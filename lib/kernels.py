@@ -223,20 +223,9 @@ def rkhs_norm(K, c):
     return out
 
 
-def _two_product(a, b):
-    """Error-free product (Dekker): ``a * b = p + e`` exactly for entries of magnitude at most
-    about 1 whose products are not subnormal."""
-    split = 134217729.0  # 2**27 + 1
-    ca, cb = split * a, split * b
-    ah, bh = ca - (ca - a), cb - (cb - b)
-    al, bl = a - ah, b - bh
-    p = a * b
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
 def _exact_quadratic_form(K, c):
     """``c^T K c`` for max |K|, max |c| <= 1: every term ``c_i K_ij c_j`` split error-free into
-    four floats (:func:`_two_product` twice), each row's terms summed with error-free
+    four floats (``_validate.two_product`` twice), each row's terms summed with error-free
     additions (its sum and its rounding errors' sum: accurate as in doubled precision) and the
     rows' parts summed exactly (``math.fsum``): the exact value rounded once, up to about
     ``n eps^2 sum |c_i K_ij c_j|`` (and products below the normal range, ~1e-308, lost in
@@ -244,9 +233,9 @@ def _exact_quadratic_form(K, c):
     import math
 
     with np.errstate(under="ignore"):
-        p1, e1 = _two_product(K, c[None, :])
-        p2, e2 = _two_product(c[:, None], p1)
-        p3, e3 = _two_product(c[:, None], e1)
+        p1, e1 = _validate.two_product(K, c[None, :])
+        p2, e2 = _validate.two_product(c[:, None], p1)
+        p3, e3 = _validate.two_product(c[:, None], e1)
         terms = np.concatenate([p2, e2, p3, e3], axis=1)  # row i: its 4n terms
     # each row summed with error-free additions (TwoSum), vectorized over the rows: the row
     # sum is then s + (sum of the errors), the errors' float sum adding only eps^2 relative
