@@ -1624,8 +1624,9 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
                 start = time.perf_counter()
                 warm = warm_cache(handout, chapter, ag, work, table=table, isolate=isolate,
                                   **limits)
-                log(f"JAX cache: {len(warm)} entries compiled by the handout in "
-                    f"{time.perf_counter() - start:.0f} s; each submission starts from a "
+                size = sum(map(len, warm.values())) / 1e3
+                log(f"JAX cache: {len(warm)} entries compiled by the handout ({size:.0f} kB) "
+                    f"in {time.perf_counter() - start:.0f} s; each submission starts from a "
                     "private copy" if handout else "JAX cache: no handout beside the "
                     "autograder zip; each submission starts from an empty private cache")
 
