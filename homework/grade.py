@@ -1622,13 +1622,23 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
             warm = None  # --no-cache: no JAX cache at all
             if cache and todo:  # the handout compiles, every submission starts from a copy
                 start = time.perf_counter()
-                warm = warm_cache(handout, chapter, ag, work, table=table, isolate=isolate,
-                                  **limits)
+                try:
+                    warm = warm_cache(handout, chapter, ag, work, table=table,
+                                      isolate=isolate, **limits)
+                except Stopped:
+                    raise
+                except Exception as err:  # noqa: BLE001 (grading goes on, from empty caches)
+                    if _stopping:
+                        raise Stopped("grading was stopped") from err
+                    warm, handout = {}, None
+                    log(f"JAX cache: the handout's warm-up failed ({type(err).__name__}: "
+                        f"{str(err)[:200]})")
                 size = sum(map(len, warm.values())) / 1e3
                 log(f"JAX cache: {len(warm)} entries compiled by the handout ({size:.0f} kB) "
                     f"in {time.perf_counter() - start:.0f} s; each submission starts from a "
                     "private copy" if handout else "JAX cache: no handout beside the "
-                    "autograder zip; each submission starts from an empty private cache")
+                    "autograder zip (or its run failed); each submission starts from an "
+                    "empty private cache")
 
             def one(s):
                 if _stopping:

@@ -1097,6 +1097,29 @@ def test_cache_entries_are_read_and_written_as_plain_files(tmp_path):
         hg.write_cache({}, dest)
 
 
+def test_the_warm_cache_comes_from_the_handout_beside_the_zip(tmp_path):
+    """``trusted_notebook``: ``dist/student/<chapter>.ipynb`` for ``dist/autograder/*.zip`` (what
+    ``make assign`` writes), never the solution notebook beside the zip; None without it or when
+    it names another chapter."""
+    import nbformat
+
+    dist = tmp_path / "dist"
+    (dist / "autograder").mkdir(parents=True)
+    (dist / "student").mkdir()
+    ag = dist / "autograder" / "setup-autograder.zip"
+    ag.write_bytes(b"")
+    nbformat.write(nbformat.v4.new_notebook(metadata={"homework": {"chapter": "setup"}}),
+                   dist / "autograder" / "setup.ipynb")  # the solutions: not a candidate
+    assert hg.trusted_notebook(ag, "setup") is None
+    nbformat.write(nbformat.v4.new_notebook(metadata={"homework": {"chapter": "parity"}}),
+                   dist / "student" / "setup.ipynb")
+    assert hg.trusted_notebook(ag, "setup") is None
+    nbformat.write(nbformat.v4.new_notebook(metadata={"homework": {"chapter": "setup"}}),
+                   dist / "student" / "setup.ipynb")
+    assert hg.trusted_notebook(ag, "setup") == (dist / "student" / "setup.ipynb").resolve()
+    assert hg.trusted_notebook(ag, "parity") is None
+
+
 PRIVATE_CACHE = r"""
 import json, os, sys, time
 nb_path, report = sys.argv[1:3]
