@@ -686,8 +686,8 @@ def _margin_solve(Xn, yn, p, what):
     elif status not in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         raise RuntimeError(f"{what}: solver status {status!r}")
     wv, mult, infeasible = (_margin_whitened if p == 2 else _margin_l1_scaled)(Z, what)
-    if infeasible:
-        raise ValueError("the data (X, y) are not linearly separable through the origin")
+    if infeasible:  # checked independently: not separable, unresolvable, or solver failure
+        raise _unseparable(Z, what)
     checks = _margin_checks(Z, wv, mult, p)
     if max(checks.values()) > _MARGIN_TOL:
         raise RuntimeError(f"{what}: the solution does not verify (relative residuals, tol "
@@ -726,13 +726,85 @@ def _margin_l1_scaled(Z, what):
     d = Z.shape[1]
     res = linprog(np.concatenate([1.0 / c, 1.0 / c]), A_ub=-np.hstack([Zc, -Zc]),
                   b_ub=-np.ones(Z.shape[0]), bounds=(0, None), method="highs")
-    if res.status == 2:
+    if res.status == 2 or res.x is None or res.ineqlin is None:
+        # infeasible, or no solution at all (HiGHS status 4 on rows (1e20, 1), (-1, -1e-20)):
+        # the caller's independent check decides between not separable and solver failure
         return None, None, True
-    if res.x is None or res.ineqlin is None:
-        raise RuntimeError(f"{what}: HiGHS returned no solution (status {res.status}: "
-                           f"{res.message})")
     w = (res.x[:d] - res.x[d:]) / c
     return w, -np.asarray(res.ineqlin.marginals), False
+
+
+_MARGIN_RESOLUTION = 1e-6
+"""Smallest relative margin (of the rows y_n x_n with rows and columns scaled to max 1 by
+powers of two) that the separability tests resolve: the linear programs run at HiGHS's
+feasibility tolerance 1e-7."""
+
+
+def _equilibrate(Z):
+    """Z with rows, then columns, divided by powers of two to max |entry| in [0.5, 1): exact,
+    and positive row and column scalings leave separability (some w with Z w > 0) unchanged.
+    Zero rows and columns are left as they are."""
+    Z = np.asarray(Z, dtype=np.float64)
+    r = _validate.pow2_of(np.where(np.any(Z != 0, axis=1), np.max(np.abs(Z), axis=1), 1.0))
+    Z = Z / r[:, None]
+    c = _validate.pow2_of(np.where(np.any(Z != 0, axis=0), np.max(np.abs(Z), axis=0), 1.0))
+    return Z / c[None, :]
+
+
+def _hull_distance(Z):
+    """``(v, comb)``: ``comb = Z^T a`` for the ``a >= 0``, ``sum a = 1`` that minimizes
+    ``||Z^T a||_inf`` (an LP, HiGHS), recomputed in extended precision, and ``v = ||comb||_2``:
+    an upper bound on the l2 margin ``max_{|w| = 1} min_n z_n . w`` of the rows of ``Z`` (0
+    exactly certifies that no w separates them); ``(nan, None)`` if the LP fails."""
+    from scipy.optimize import linprog
+
+    N, d = Z.shape
+    # variables (a, t): min t s.t. -t <= Z^T a <= t, a >= 0, sum a = 1
+    res = linprog(np.concatenate([np.zeros(N), [1.0]]),
+                  A_ub=np.block([[Z.T, -np.ones((d, 1))], [-Z.T, -np.ones((d, 1))]]),
+                  b_ub=np.zeros(2 * d), A_eq=np.concatenate([np.ones(N), [0.0]])[None, :],
+                  b_eq=[1.0], bounds=(0, None), method="highs")
+    if res.x is None:
+        return float("nan"), None
+    a = np.clip(res.x[:N], 0.0, None)
+    a = a / a.sum()
+    comb = np.asarray(np.asarray(Z, np.longdouble).T @ np.asarray(a, np.longdouble),
+                      dtype=np.float64)
+    return float(np.linalg.norm(comb)), comb
+
+
+def _range_text(Z):
+    """The ratio of the largest to the smallest nonzero |entry|, for messages."""
+    nz = np.abs(np.asarray(Z))[np.asarray(Z) != 0]
+    return f"X's nonzero entries span a ratio {nz.max() / nz.min():.1e}" if nz.size else ""
+
+
+def _unseparable(Z, what):
+    """The error for rows ``Z = y_n x_n`` that a solver found not separable (or failed on),
+    after an independent check, the Farkas alternative on the rows and columns scaled to max 1
+    (:func:`_equilibrate`, :func:`_hull_distance`): a convex combination that is exactly 0
+    certifies that no w separates (ValueError "not linearly separable"); one of norm ``v`` at
+    most :data:`_MARGIN_RESOLUTION` bounds the margin, if any, below what the solvers resolve
+    (ValueError naming X, saying so, not "not separable"); otherwise the solver was wrong
+    (RuntimeError)."""
+    v, comb = _hull_distance(_equilibrate(Z))
+    if comb is None:
+        return RuntimeError(f"{what}: the solver found the data not separable, and the "
+                            f"check of that claim failed too")
+    if v == 0.0:
+        return ValueError("the data (X, y) are not linearly separable through the origin "
+                          "(a convex combination of the rows y_n x_n is exactly 0)")
+    if v <= _MARGIN_RESOLUTION:
+        return ValueError(
+            f"X: the data (X, y) are not linearly separable through the origin, or are "
+            f"separable only with a margin below the resolvable relative size "
+            f"{_MARGIN_RESOLUTION:.0e}: with the rows y_n x_n and the columns scaled to max 1, "
+            f"a convex combination of the rows has norm {v:.1e}, an upper bound on any such "
+            f"margin ({_range_text(Z)}); rescale or regularize X")
+    return RuntimeError(f"{what}: the solver found the data not separable (or failed), but "
+                        f"the convex combinations of the rows y_n x_n (rows and columns scaled "
+                        f"to max 1) stay about {np.max(np.abs(comb)):.1e} away from 0 in every "
+                        f"coordinate direction: solver failure")
 
 
 def max_margin(X, y, p=2):
@@ -751,8 +823,13 @@ def max_margin(X, y, p=2):
         ``(d,)`` float64 JAX array ``w``.
 
     Raises:
-        ValueError: bad shapes or labels, ``p`` not the int 1 or 2, data that are not
-            linearly separable (through the origin), or a classifier outside float64's range
+        ValueError: bad shapes or labels, ``X`` all zero or with only subnormal entries (max |X|
+            below 2.2e-308), ``p`` not the int 1 or 2,
+            data that are not linearly separable through the origin (certified by a convex
+            combination of the rows ``y_n x_n`` that is exactly 0), data whose margin, if any,
+            is below the resolvable relative size 1e-6 (a message naming ``X``: a combination
+            of the rows, scaled to max 1, of norm at most 1e-6, e.g. rows (1e20, 1) and
+            (-1, -1e-20)), or a classifier outside float64's range
             (``max |X|`` so small that ``1 / max |X|`` overflows).
         RuntimeError: the solver stopped without reaching optimality, or its answer does not
             verify: every answer is checked against its own constraints and optimality

@@ -1917,19 +1917,51 @@ class ExponentialRun(NamedTuple):
 
 def _check_separable(X, y):
     """Refuse data that are not linearly separable through the origin before any training:
-    a feasibility linear program (find w with y_n <x_n, w> >= 1, on X / max|X|) solved by
-    HiGHS. Without it, normalized GD on non-separable data runs every step of every level
-    before failing (the loss is bounded below by a positive value)."""
+    a feasibility linear program (find w with y_n <x_n, w> >= 1) solved by HiGHS on the rows
+    y_n x_n with rows and columns scaled to max 1 by powers of two (which leaves separability
+    unchanged: rows (1, 1e-12) and (-1, 1e-12), margin 1e-12, become (1, 1) and (-1, 1)); a
+    claim of infeasibility is checked by :func:`lib.convex._unseparable`, which tells data
+    that are not separable from a margin too small to resolve. Without this, normalized GD on
+    non-separable data runs every step of every level before failing (the loss is bounded
+    below by a positive value)."""
     from scipy.optimize import linprog
 
+    from .convex import _MARGIN_RESOLUTION, _equilibrate, _hull_distance, _unseparable
+
     A = np.asarray(y)[:, None] * np.asarray(X)
-    A = A / _validate.max_abs(A)
-    res = linprog(np.zeros(A.shape[1]), A_ub=-A, b_ub=-np.ones(A.shape[0]),
+    res = linprog(np.zeros(A.shape[1]), A_ub=-_equilibrate(A), b_ub=-np.ones(A.shape[0]),
                   bounds=(None, None), method="highs")
-    if res.status == 2:
-        raise ValueError("the data (X, y) are not linearly separable through the origin: the "
-                         "exponential loss has a positive infimum, so no accuracy level "
-                         "-log L can be reached")
+    if res.status != 0:
+        err = _unseparable(A, "exponential_loss_path")
+        if isinstance(err, ValueError):
+            raise ValueError(f"{err}: the exponential loss has a positive infimum (or one "
+                             f"reached only at a scale of w beyond float64), so the accuracy "
+                             f"levels -log L cannot be reached") from None
+        raise err
+    # the path itself is not invariant under column scaling: its progress is set by the l2
+    # margin of the rows as given (rows (1, 1e-12) and (-1, 1e-12): 1e-12, far too slow to
+    # follow; the step-resolution check would blame alpha)
+    scale = float(np.max(np.linalg.norm(A / _validate.max_abs(A), axis=1))) * _validate.max_abs(A)
+    v, _ = _hull_distance(A / scale)
+    if v <= _MARGIN_RESOLUTION:
+        raise ValueError(
+            f"X: the data (X, y) are separable only with a margin below the resolvable relative "
+            f"size {_MARGIN_RESOLUTION:.0e}: a convex combination of the rows y_n x_n / max "
+            f"||x_n|| has norm {v:.1e}, an upper bound on their l2 margin, and normalized GD "
+            f"would need of order 1 / margin^2 steps; rescale the columns of X")
+
+
+def _max_accuracy(shape, depth, step):
+    """The largest -log L that normalized GD can reach while its steps stay resolved: the
+    check ``reach >= 1024`` (see :func:`_exponential_loop`; reach = eta D max||x_n|| max_i
+    |u_i|^(D-1) / ulp(u_i), eta = step / M, M >= D^2 |u|_max^(2D-2) max||x_n||^2, ulp(u) >=
+    |u| eps / 2) keeps |u|_max^D <= 2 step / (1024 eps D max||x_n||); then |w_i| <= 2
+    |u|_max^D and -log L <= log N + max||x_n|| ||w||_2 <= log N + 4 sqrt(d) step /
+    (1024 eps D), taken four times larger for the one step between a check and the iterate
+    it admits."""
+    N, d = shape
+    eps = float(np.finfo(np.float64).eps)
+    return float(np.log(N) + 16.0 * np.sqrt(d) * step / (_MIN_ULPS_PER_STEP * eps * depth))
 
 
 def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=0.25,
@@ -1985,20 +2017,27 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         :math:`\le \log N`), never a division by a non-positive margin.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array with at least one row and column;
-            ``y`` not in {-1, +1}^N; ``alpha`` not finite and > 0 or subnormal; ``depth``
+        ValueError: ``X`` not a finite real 2-D array with at least one row and column, or
+            all zero or with only subnormal entries (max |X| below 2.2e-308); ``y`` not in {-1,
+            +1}^N; ``alpha`` not finite and > 0 or subnormal; ``depth``
             not an integer >= 2; ``accuracies`` not a non-empty 1-D array of finite real
             numbers (bools, strings, None and complex are refused), increasing, > 0 and
-            normal (not subnormal); ``step`` not in (0, 0.5] or subnormal; ``max_ratio``
-            not > 1 or so close to 1 that the accuracies need more than 100 000
+            normal (not subnormal), or above the most that resolved steps can reach,
+            :math:`\log N + 16\sqrt d\,\mathtt{step} / (1024\,\epsilon D)` (about 1e13 for
+            small ``d``; see ``_max_accuracy``); ``step`` not in (0, 0.5] or subnormal;
+            ``max_ratio`` not > 1 or so close to 1 that the accuracies need more than 100 000
             checkpoints; ``max_steps`` not an integer >= 1; data ``(X, y)`` that are not
             linearly separable through the origin (checked first, by a feasibility linear
-            program); a curvature bound :math:`M` that overflows (``X`` or ``alpha`` too
-            large); a step that moves :math:`u` by fewer than 1024 units in the last place
-            (rounding would distort the path by more than about 1e-4, and below half a unit
-            :math:`u` never moves), checked at the start and, later, for the move at the
-            largest gradient the data allow (near a saddle point the gradient is small
-            without any loss of resolution). The message names the argument at fault:
+            program on rows and columns scaled to max 1, a claim of infeasibility checked by
+            its Farkas alternative) or whose l2 margin relative to max ||x_n|| is at most
+            1e-6 (message naming ``X``; e.g. rows (1, 1e-12) and (-1, 1e-12), margin 1e-12,
+            would need of order 1e24 steps); a curvature bound :math:`M` that overflows
+            (``X`` or ``alpha`` too large); a step that moves :math:`u` by fewer than 1024
+            units in the last place (rounding would distort the path by more than about
+            1e-4, and below half a unit :math:`u` never moves), checked at the start and,
+            later, for the move at the largest gradient the data allow (near a saddle
+            point the gradient is small without any loss of resolution). The message
+            names the argument at fault:
             ``alpha`` (or the scale of ``X``) when this happens at the start even at
             ``step = 0.5``, roughly when ``depth * alpha**depth * max ||x_n|| > 1e11``;
             ``step`` when a larger step would be resolved; ``accuracies`` when :math:`u`

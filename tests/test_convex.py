@@ -198,3 +198,35 @@ def test_min_l1_never_certifies_a_point_off_the_interpolants(e):
         return
     assert cert.verified()
     np.testing.assert_allclose(np.asarray(beta), [0.0, 0.5, 0.0], atol=1e-9)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_max_margin_tiny_margin_is_solved_not_called_non_separable(p):
+    """Issue 21 round 11: rows (1, e) and (-1, e), labels +1, e = 1e-12, are separated by
+    w = (0, 1) with margin e. By hand: the constraints w1 + e w2 >= 1 and -w1 + e w2 >= 1 give
+    e w2 >= 1 + |w1|, so both |w|_1 and |w|_2 are smallest at w = (0, 1/e) (e as rounded to
+    float64, the exact rational used below)."""
+    from fractions import Fraction
+
+    e = 1e-12
+    X = np.array([[1.0, e], [-1.0, e]])
+    want = np.array([0.0, float(1 / Fraction(e))])
+    w = np.asarray(lib.max_margin(X, np.ones(2), p))
+    assert np.abs(w - want).max() <= 1e-8 * want[1]
+
+
+def test_max_margin_unresolvable_dynamic_range_names_x():
+    """Issue 21 round 11: rows (1e20, 1) and (1, 1e-20), labels (1, -1), gave a RuntimeError
+    (p = 1, HiGHS status 4) or "not separable" (p = 2). In exact arithmetic on the float64
+    entries the rows are linearly independent (det = 1 - 1e20 fl(1e-20) = 5.5e-17 != 0,
+    Fraction below), so the data ARE separable, with a margin far below what a solver
+    resolves: the answer is a ValueError naming X that says so."""
+    from fractions import Fraction
+
+    X = np.array([[1e20, 1.0], [1.0, 1e-20]])
+    assert Fraction(1e20) * Fraction(1e-20) - Fraction(1.0) * Fraction(1.0) != 0
+    for p in (1, 2):
+        with pytest.raises(ValueError, match=r"^X: .* or are separable only with a margin "
+                                             r"below the resolvable relative size"):
+            lib.max_margin(X, np.array([1.0, -1.0]), p)
+

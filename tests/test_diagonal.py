@@ -413,3 +413,19 @@ def test_implicit_bias_limit_error_in_beta_is_bounded(e, alpha, depth):
     assert np.linalg.norm(np.asarray(beta) - want) <= 1e-6 * np.linalg.norm(want)
     with pytest.raises(ValueError, match=r"^X is too ill-conditioned for tol = 1\.0e-09"):
         dg.implicit_bias_limit(X, y, alpha, depth)
+
+
+def test_exponential_loss_path_tiny_margin_names_x_not_separability():
+    """Issue 21 round 11: rows (1, 1e-12) and (-1, 1e-12), labels +1, are separated by
+    w = (0, 1) (margin 1e-12 after dividing by max ||x_n|| ~ 1: both rows give 1e-12 > 0,
+    checked below in exact arithmetic), yet were called "not linearly separable". The path
+    cannot follow a margin that small (order 1e24 steps): a ValueError naming X and the
+    margin, never "not separable"."""
+    from fractions import Fraction
+
+    X = np.array([[1.0, 1e-12], [-1.0, 1e-12]])
+    assert all(Fraction(r[0]) * 0 + Fraction(r[1]) * 1 > 0 for r in X)
+    with pytest.raises(ValueError, match=r"^X: the data \(X, y\) are separable only with a "
+                                         r"margin below the resolvable relative size") as err:
+        dg.exponential_loss_path(X, np.ones(2), 1.0)
+    assert "not linearly separable" not in str(err.value)
