@@ -100,7 +100,8 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         (``None`` for ``p = 2`` and for ``y = 0``).
 
     Raises:
-        ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2 (``2.0`` is
+        ValueError: bad shapes, non-finite entries, ``X`` all zero or with only subnormal entries
+            (max |X| below 2.2e-308), ``p`` not the int 1 or 2 (``2.0`` is
             refused too), ``return_certificate`` not a bool, an inconsistent system (no exact
             interpolant; for ``p = 2`` and an ``X`` singular to rounding, e.g. a duplicated
             row with a different target, a system of at most 1000 entries and 30 rows is told
@@ -139,7 +140,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         >>> np.round(np.asarray(beta), 12).tolist(), cert.verified()
         ([0.0, 1.0], True)
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     p = _check_p(p)
     return_certificate = _validate.boolean("return_certificate", return_certificate)
@@ -844,7 +845,7 @@ def max_margin(X, y, p=2):
         >>> [round(v, 6) for v in max_margin(X, y, p=2).tolist()]
         [1.0, 0.0]
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     p = _check_p(p)
     if X.shape[0] == 0 or X.shape[1] == 0:

@@ -383,7 +383,7 @@ def q_D(u, depth=2):
 
 def _check_alpha(alpha):
     _validate.no_prng_key("alpha", alpha, "a positive number or a 1-D array of them")
-    raw = None if isinstance(alpha, bool | str | bytes) else np.asarray(alpha)
+    raw = None if isinstance(alpha, bool | str | bytes) else _validate.concrete("alpha", alpha)
     if raw is not None and (np.iscomplexobj(raw) or not np.issubdtype(raw.dtype, np.number)
                             or raw.dtype == np.bool_):
         raw = None
@@ -484,7 +484,8 @@ def dual_objective(nu, X, y, alpha, depth=2):
 
     Raises:
         ValueError: ``nu``, ``X`` or ``y`` not real numeric, non-finite, or of the wrong
-            rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``alpha`` not a
+            rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``X`` all zero or with only
+            subnormal entries (max |X| below 2.2e-308); ``alpha`` not a
             finite number > 0, or ``alpha**depth`` outside the normal float64 range (overflow
             or subnormal); ``depth`` not an integer in ``[2, MAX_DEPTH]``.
 
@@ -494,7 +495,7 @@ def dual_objective(nu, X, y, alpha, depth=2):
         0.0
     """
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     nu = _validate.as_array("nu", nu, shape=(X.shape[0],))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     alpha = _validate.positive("alpha", alpha)
@@ -634,7 +635,7 @@ class _Info(NamedTuple):
 
 
 def _check_system(X, y):
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     N, d = X.shape
     y = _validate.as_array("y", y, shape=(N,))
     if N < 1 or N >= d:
@@ -696,7 +697,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
         given); with ``return_info``, a pair ``(beta, info)``.
 
     Raises:
-        ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d`` and full row
+        ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d``, or all zero
+            or with only subnormal entries (max |X| below 2.2e-308), or not of full row
             rank with condition number at most 1e12 (rank-deficient, inconsistent, or more
             ill-conditioned systems are refused, each named as such); ``y`` not a finite
             real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
@@ -1229,7 +1231,7 @@ class DiagonalRun(NamedTuple):
 
 def _run_args(X, y, alpha, depth):
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     alpha = _validate.positive("alpha", alpha, normal=True)
     return X, y, alpha, depth
@@ -1326,7 +1328,8 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
         A :class:`DiagonalRun`; ``times`` are flow times of :math:`\dot w = -\nabla L`.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not a finite real
+        ValueError: ``X`` not a finite real 2-D array, or all zero or with only subnormal entries
+            (max |X| below 2.2e-308); ``y`` not a finite real
             ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point), or
             consistent but so ill-conditioned that its float64 least-squares residual
             exceeds 1e-8 (the message says which, with the singular values);
@@ -1460,7 +1463,8 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
 
     Raises:
         ValueError: ``X`` not 2-D, ``y`` not of shape ``(N,)``, either non-finite or not
-            real numeric; ``alpha`` not a finite number > 0; ``depth`` not an integer
+            real numeric; ``X`` all zero or with only subnormal entries (max |X| below 2.2e-308);
+            ``alpha`` not a finite number > 0; ``depth`` not an integer
             ``>= 2``; ``step_size`` not finite and > 0; ``num_steps`` not an integer ``>= 0``;
             malformed ``snapshots``; ``on_divergence`` not ``"raise"`` or ``"stop"``; the
             loss not finite at the initialization (e.g. ``alpha**depth`` overflows).
@@ -1569,7 +1573,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
 
     Raises:
-        ValueError: ``X`` empty (no row or column), labels outside {-1, +1}, ``mu`` not a
+        ValueError: ``X`` empty (no row or column) or all zero or with only subnormal entries (max
+            |X| below 2.2e-308), labels outside {-1, +1}, ``mu`` not a
             finite number > 0, ``tol`` not a finite number in (0, 1) (``tol >= 1`` would accept
             :math:`w = 0`),
             ``max_iter`` not an integer in [1, 1e9], ``return_dual`` not a bool, bad shapes, data
@@ -1592,6 +1597,7 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
 
     depth = _check_depth(depth)
     X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
+    X = _validate.nonzero_matrix("X", X)
     y = _validate.labels("y", y, X.shape[0])
     mu = _validate.positive("mu", mu)
     # tol >= 1 would accept w = 0 (margins >= 1 - tol <= 0): an answer that ignores the data
@@ -2060,6 +2066,7 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     """
     depth = _check_depth(depth)
     X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
+    X = _validate.nonzero_matrix("X", X)
     y = _validate.labels("y", y, X.shape[0])
     alphas = _check_alpha(alpha)
     scalar = alphas.ndim == 0
