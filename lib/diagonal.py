@@ -2082,6 +2082,14 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     step = _validate.positive("step", step, normal=True)
     if step > 0.5:
         raise ValueError(f"step must be in (0, 0.5], got {step}")
+    top = _max_accuracy(X.shape, depth, step)
+    if acc[-1] > top:
+        # beyond it the resolution check stops every run first, after minutes of steps
+        raise ValueError(
+            f"accuracies must be at most {top:.3e} for X of shape {tuple(X.shape)}, "
+            f"depth={depth}, step={step} (got {acc[-1]:.3e}): a step resolved to 1024 units "
+            f"in the last place keeps |u|^depth below 2 step / (1024 eps depth max ||x_n||), "
+            f"so -log L = log N + max_n y_n <x_n, w> cannot exceed that bound")
     max_ratio = _validate.positive("max_ratio", max_ratio)
     if max_ratio <= 1:
         raise ValueError(f"max_ratio must be > 1, got {max_ratio}")

@@ -1846,3 +1846,26 @@ def test_typed_prng_key_inside_a_sequence_is_refused_by_name(slot, name, call, c
     # "JAX array with PRNGKey dtype cannot be converted to a NumPy array"
     with pytest.raises(ValueError, match=rf"^{name} must be .*PRNG key"):
         call(container([jax.random.key(0), jax.random.key(1)]))
+
+
+def test_exponential_loss_path_unreachable_accuracies_are_refused_at_once():
+    # issue 21 round 11 (G): accuracies=[1e300] ran 58 s before the step-resolution check
+    # stopped it. Independent bound: a step resolved to 1024 ulps keeps |u|^D <= 2 step /
+    # (1024 eps D max||x_n||), so -log L <= log N + max||x_n|| |w|_2 <= log N + 4 sqrt(d) step
+    # / (1024 eps D); the refusal threshold (16 sqrt(d) ...) must lie above this bound (never
+    # refusing what can be reached) and below 1e300, and the chapters' accuracies (up to 1e5)
+    # must pass
+    import math
+    import time
+    X, y = np.array([[1.0, 2.0], [2.0, 0.5]]), np.ones(2)
+    eps = np.finfo(np.float64).eps
+    reachable = math.log(2) + 4 * math.sqrt(2) * 0.25 / (1024 * eps * 2)
+    assert 1e5 < reachable < 1e300
+    t = time.process_time()
+    with pytest.raises(ValueError, match=r"^accuracies must be at most (\S+) for X of shape "
+                                         r"\(2, 2\), depth=2, step=0.25 \(got 1\.000e\+300\)"
+                       ) as err:
+        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[1e300])
+    assert time.process_time() - t < 5
+    top = float(str(err.value).split("at most ")[1].split(" ")[0])
+    assert reachable < top < 1e300
