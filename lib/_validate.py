@@ -578,19 +578,32 @@ def row_norms_pow2(B):
         return np.sqrt(np.sum(U * U, axis=1)), e
 
 
-def pow2_sum(mant, exp):
-    """``sum_j mant[j] * 2**exp[j]`` for mantissas of moderate size and integer exponents of
-    any size, without intermediate overflow or underflow: terms are aligned to the largest
-    exponent first. Returns a Python float, ``inf`` when the sum is beyond float64's range."""
+def pow2_sum(mant, exp, axis=None):
+    """``sum(mant * 2**exp)`` along ``axis`` (all entries for None) as ``(m, e)`` with the
+    value ``m * 2**e`` (``m`` in [0.5, 1) or 0, numpy's frexp): mantissas of moderate size,
+    integer exponents of any size. Each term is shifted relative to the largest exponent of a
+    nonzero term along the axis, so nothing overflows and only terms below 2**-1074 times the
+    largest one are lost (negligible beside it); an all-zero slice gives ``(0, 0)``."""
     mant = np.asarray(mant, dtype=np.float64)
-    exp = np.asarray(exp, dtype=np.int64)
-    nz = mant != 0
-    if not np.any(nz):
-        return 0.0
-    E = int(np.max(exp[nz]))
+    exp = np.broadcast_to(np.asarray(exp, dtype=np.int64), mant.shape)
+    if axis is None:
+        mant, exp, axis = mant.ravel(), exp.ravel(), 0
+    live = mant != 0
+    low = np.iinfo(np.int64).min
+    top = np.max(np.where(live, exp, low), axis=axis, keepdims=True, initial=low)
+    top = np.where(top == low, 0, top)
+    with np.errstate(under="ignore"):
+        total = np.sum(np.ldexp(mant, np.where(live, exp - top, 0)), axis=axis)
+    m, e = np.frexp(total)
+    return m, e + np.squeeze(top, axis=axis)
+
+
+def pow2_total(mant, exp):
+    """:func:`pow2_sum` over all entries as a Python float: ``inf`` when the sum is beyond
+    float64's range, subnormal or 0 below it."""
+    m, e = pow2_sum(mant, exp)
     with np.errstate(over="ignore", under="ignore"):
-        total = np.sum(np.ldexp(mant[nz], exp[nz] - E))
-        return float(np.ldexp(total, E))
+        return float(np.ldexp(m, e))
 
 
 def finite_result(value, message):

@@ -2120,9 +2120,10 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
                                  jnp.float64(step), jnp.float64(xmax), jnp.int64(max_steps))
     s = {key: np.asarray(v) for key, v in s.items()}
     status = s["status"]
+    settings = _PathSettings(depth, step, xmax, acc, levels, max_steps)
     for b in np.flatnonzero(status != _DONE):
-        _raise_exponential_failure(s, b, int(status[b]), float(alphas[b]), depth, step, xmax, acc,
-                                   levels, max_steps)
+        _raise_exponential_failure({key: v[b] for key, v in s.items()}, float(alphas[b]),
+                                   settings)
     w = s["rec_w"]
     margin = np.min(np.einsum("nd,bkd->bkn", A, w), axis=-1)
     # checked after the fact: each returned w reaches its accuracy (log L recomputed from w)
@@ -2147,17 +2148,29 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     return res
 
 
-def _raise_exponential_failure(s, b, status, alpha, depth, step, xmax, acc, levels,
-                               max_steps):
-    """The error of run ``b`` of exponential_loss_path, naming the argument at fault."""
-    k, f, t = int(s["k"][b]), float(s["f"][b]), float(s["t"][b])
+class _PathSettings(NamedTuple):
+    """What exponential_loss_path was asked for, shared by its runs (for error messages)."""
+    depth: int
+    step: float
+    xmax: float
+    acc: np.ndarray
+    levels: np.ndarray
+    max_steps: int
+
+
+def _raise_exponential_failure(run, alpha, settings):
+    """The error of one run of exponential_loss_path (``run``: its final loop state, one
+    value per key; ``alpha``: its scale), naming the argument at fault."""
+    depth, step, xmax, acc, levels, max_steps = settings
+    status = int(run["status"])
+    k, f, t = int(run["k"]), float(run["f"]), float(run["t"])
     where = (f"alpha={alpha!r}, depth={depth}, max ||x_n|| = {xmax:.3e}: after {k} steps "
              f"(flow time {t:.4g}), log L = {f:.6g}")
     if status == _OVERFLOW:
         raise ValueError(
             f"the curvature bound of log L overflows float64 ({where}): rescale X or alpha")
     if status == _RESOLUTION:
-        ulps = float(s["ulps"][b])
+        ulps = float(run["ulps"])
         need = f"at least {_MIN_ULPS_PER_STEP} are needed for a path accurate to about 1e-4"
         if ulps * 0.5 / step >= _MIN_ULPS_PER_STEP:
             raise ValueError(
@@ -2179,7 +2192,7 @@ def _raise_exponential_failure(s, b, status, alpha, depth, step, xmax, acc, leve
         nxt = float(levels[np.searchsorted(levels, -f, side="right")])
         target = float(acc[np.searchsorted(acc, nxt)])
         half = max_steps - max_steps // 2
-        rise = float(s["f_mid"][b]) - f
+        rise = float(run["f_mid"]) - f
         more = (nxt + f) / rise * half if rise > 0 else np.inf
         head = (f"exponential_loss_path: -log L did not reach the checkpoint {nxt:.4g} (on the "
                 f"way to accuracy {target:.4g}) within max_steps={max_steps} steps ({where}); "
@@ -2198,9 +2211,9 @@ def _raise_exponential_failure(s, b, status, alpha, depth, step, xmax, acc, leve
     if status == _ASCENT:
         raise RuntimeError(
             f"exponential_loss_path: log L increased from {f:.17g} to "
-            f"{float(s['f_new'][b]):.17g} at a step of step / M = "
-            f"{step / float(s['bound'][b]):.3g} ({where}): the curvature bound M = "
-            f"{float(s['bound'][b]):.3g} is not a bound here (a bug; please report)")
+            f"{float(run['f_new']):.17g} at a step of step / M = "
+            f"{step / float(run['bound']):.3g} ({where}): the curvature bound M = "
+            f"{float(run['bound']):.3g} is not a bound here (a bug; please report)")
     raise RuntimeError(
         f"exponential_loss_path: log L or u became non-finite at a step ({where}; "
-        f"curvature bound {float(s['bound'][b]):.3g}, next log L {float(s['f_new'][b])!r})")
+        f"curvature bound {float(run['bound']):.3g}, next log L {float(run['f_new'])!r})")
