@@ -230,3 +230,40 @@ def test_max_margin_unresolvable_dynamic_range_names_x():
                                              r"below the resolvable relative size"):
             lib.max_margin(X, np.array([1.0, -1.0]), p)
 
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_rows_of_very_different_scales(p):
+    """Issue 21 round 11 (F): rows scaled apart by 1e300 are solved as the equivalent system
+    with rows scaled to max 1, not called inconsistent. Rows (1, 2) and (1e-300, 1e-300),
+    y = (1, 1): X is square and invertible, its unique solution by Cramer's rule in exact
+    rationals on the float entries. The row (1e-300, 2e-300, 1) with y = 1e-300: the l1 and
+    l2 minimizers are (0, 0, 1e-300) to rounding (by hand: the third column is 1e300 times
+    cheaper per unit of y; l2: beta = x y / |x|^2, x_1 y / |x|^2 ~ 1e-600 = 0 in float64);
+    an underflowing norm made this "relative error inf at condition number 1"."""
+    from fractions import Fraction as F
+
+    a, b, c, e = F(1.0), F(2.0), F(1e-300), F(1e-300)
+    det = a * e - b * c
+    want = np.array([float((e * 1 - b * 1) / det), float((a * 1 - c * 1) / det)])
+    beta = np.asarray(lib.min_norm_interpolant(np.array([[1.0, 2.0], [1e-300, 1e-300]]),
+                                               np.ones(2), p))
+    np.testing.assert_allclose(beta, want, rtol=1e-14, atol=0)
+    beta = np.asarray(lib.min_norm_interpolant(np.array([[1e-300, 2e-300, 1.0]]),
+                                               np.array([1e-300]), p))
+    assert beta[0] == 0.0 and beta[1] == 0.0 and beta[2] == pytest.approx(1e-300, rel=1e-15)
+
+
+def test_min_norm_interpolant_l1_consistent_singular_to_rounding_is_not_inconsistent():
+    """Issue 21 round 11 (F): rows (1, 1, 0.5) and (1, 1 + 2**-52, 0.5), y = (1, 2) were
+    called inconsistent; beta = (1 - 2**52, 2**52, 0) solves them exactly (checked in exact
+    rationals below), so the refusal must name the conditioning, never inconsistency."""
+    from fractions import Fraction as F
+
+    X = np.array([[1.0, 1.0, 0.5], [1.0, 1.0 + 2.0 ** -52, 0.5]])
+    y = np.array([1.0, 2.0])
+    b = [F(1) - F(2) ** 52, F(2) ** 52, F(0)]
+    assert all(sum(F(float(x)) * bj for x, bj in zip(row, b, strict=True)) == F(float(t))
+               for row, t in zip(X, y, strict=True))
+    with pytest.raises(ValueError, match=r"^X is too ill-conditioned.*it is consistent") as err:
+        lib.min_norm_interpolant(X, y, 1)
+    assert "inconsistent" not in str(err.value)
