@@ -1536,9 +1536,14 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     r"""The transition-regime limit of the exponential loss:
     :math:`\arg\min_w Q^D_\mu(w)` s.t. :math:`y_n\langle x_n, w\rangle \ge 1` for all n.
 
-    Moroshko et al. (2020, main result) show that along
-    :math:`\alpha^D / \log(1/\epsilon) \to \mu`, the margin-normalized predictor of the depth-D
-    diagonal network tends to this point (when the support vectors are stable);
+    Moroshko et al. (2020, main result) show that, under a condition "concerning stability of
+    the support vectors" (their words; the condition itself is not in our copy of the paper),
+    the margin-normalized predictor of the depth-D diagonal network tends to this point as the
+    initialization scale and the training accuracy go to their limits together; the pairing
+    :math:`\alpha^D / \log(1/\epsilon) \to \mu` is our reconstruction of that joint limit.
+    A fixed set of support vectors is not enough: the run's dual multipliers can only grow,
+    so the multipliers of the limit must not fall as :math:`\mu` decreases (see the
+    diagonal-classification chapter);
     :math:`Q^D_\mu(w) = \mu\sum_i q_D(w_i/\mu)` is the regularizer of :func:`Q` with
     :math:`\alpha^D` replaced by :math:`\mu`. As :math:`\mu\to\infty` it tends to the
     :math:`\ell_2` max-margin predictor, as :math:`\mu\to 0` to the :math:`\ell_1` (D = 2) one.
