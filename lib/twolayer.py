@@ -250,19 +250,6 @@ def _finite_output(out, inputs, scaled=None, subnormal=None):
                      "weights or output_scale too large)")
 
 
-def _pow2_sum(mant, exp, axis):
-    """``sum(mant * 2**exp)`` along ``axis`` as ``(m, e)`` with the value ``m * 2**e``: each
-    term is shifted relative to the largest exponent along the axis, so nothing overflows and
-    only terms below 2**-1074 times the largest one are lost (negligible beside it)."""
-    live = mant != 0
-    top = np.max(np.where(live, exp, np.iinfo(np.int64).min), axis=axis, keepdims=True)
-    top = np.where(top == np.iinfo(np.int64).min, 0, top)
-    with np.errstate(under="ignore"):
-        total = np.sum(np.ldexp(mant, np.where(live, exp - top, 0)), axis=axis)
-    m, e = np.frexp(total)
-    return m, e + np.squeeze(top, axis=axis)
-
-
 def _scaled_output(a, B, X, s):
     """s/m sum_j a_j relu(b_j^T x) for each row x of X, every product and sum carried as a
     mantissa and a power of two (numpy's frexp), so that no intermediate overflows, underflows
@@ -275,9 +262,10 @@ def _scaled_output(a, B, X, s):
     out = np.empty(X.shape[0])
     for k, x in enumerate(X):  # one input at a time: an (m, d) block of products
         mx, ex = np.frexp(x)
-        zm, ze = _pow2_sum(mb * mx[None, :], eb.astype(np.int64) + ex[None, :], axis=1)
+        zm, ze = _validate.pow2_sum(mb * mx[None, :], eb.astype(np.int64) + ex[None, :], axis=1)
         zm = np.maximum(zm, 0.0)  # the ReLU acts on the sign of the mantissa
-        om, oe = _pow2_sum((ma * zm)[None, :], (ea.astype(np.int64) + ze)[None, :], axis=1)
+        om, oe = _validate.pow2_sum((ma * zm)[None, :], (ea.astype(np.int64) + ze)[None, :],
+                                    axis=1)
         with np.errstate(over="ignore", under="ignore"):
             out[k] = np.ldexp(om[0] * sm / a.shape[0], int(oe[0]) + int(se))
     return out
