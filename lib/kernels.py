@@ -13,9 +13,8 @@ Two questions recur whenever training is compared with a kernel method:
   :math:`\|K_1 - K_0\|_F / \|K_0\|_F` and :func:`kernel_distance` the scale-free
   :math:`1 - \langle K_0, K_1\rangle_F / (\|K_0\|_F \|K_1\|_F)` (Fort et al. 2020, Sec. 4).
   Both are near 0 in the lazy regime. In the rich regime the change is large; the distance,
-  blind to changes of scale, can stay small (0.089 for a change of 4.85 in the
-  lazy-training chapter's Experiment 7(a) at sigma = 0.949, ``KRR_SEED=3``), so only a large
-  distance is informative.
+  blind to changes of scale, can stay small (a kernel that grows without turning has
+  distance 0), so only a large distance is informative.
 
 Nothing here depends on where the kernel matrix comes from: an empirical tangent kernel
 (:func:`lib.empirical_ntk`), the closed-form :func:`lib.relu_ntk`, or any Gram matrix.
