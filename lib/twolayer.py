@@ -14,8 +14,9 @@ At initialization the input weights :math:`b_j` are uniform on the unit sphere
 :math:`\mathbb{S}^{d-1}` (so that :math:`\mathbb{E}[b b^\top] = I/d`) and the output weights are
 :math:`a_j = \kappa \epsilon_j` with random signs :math:`\epsilon_j`. With ``symmetric=True`` the
 units come in pairs :math:`(a_j, b_j), (-a_j, b_j)`, so the network is 0 at initialization (up
-to the rounding of the sum) whatever the scale (the *unbiased* initialization of Chizat, Oyallon &
-Bach 2019 and Woodworth et al. 2020, Sec. 3) while its tangent kernel is unchanged in expectation
+to the rounding of the sum) whatever the scale (the *unbiased* initialization that Woodworth
+et al. 2020, Sec. 3, attribute to Chizat, Oyallon & Bach 2019) while its tangent kernel is
+unchanged in expectation
 (its fluctuations come from m/2 independent pairs instead of m units).
 """
 
@@ -43,7 +44,7 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
         key: a ``jax.random`` key.
         d: input dimension (>= 1), including a bias coordinate if the data carry one.
         width: number of hidden units ``m`` (>= 1; even when ``symmetric=True``).
-        kappa: output-weight scale :math:`\kappa > 0`: :math:`|a_j| = \kappa`.
+        kappa: output-weight scale :math:`\kappa > 0`: :math:`|a_j| = \kappa` times ``scale``.
         scale: multiplies both layers (the initialization scale :math:`\sigma > 0`).
         symmetric: pair units with opposite output weights so that :math:`f(\theta_0) = 0`.
 
