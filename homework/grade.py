@@ -1470,7 +1470,7 @@ def write_outputs(rows: list[Row], out: Path, questions: list[str],
         w.writerow(["student", "file", "chapter", "status", "total", "possible", *questions,
                     "notes"])
         for r in rows:
-            w.writerow([r.student, r.file, r.chapter, r.status, r.total if r.scores else 0,
+            w.writerow([r.student, r.file, r.chapter, r.status, f"{r.total if r.scores else 0:g}",
                         f"{denominator(r):g}", *[f"{r.scores.get(q, (0.0, 0.0))[0]:g}"
                                                 for q in questions], r.notes])
         for p in skipped:  # not a submission: a row that says so, no points, no feedback file
@@ -1481,7 +1481,9 @@ def write_outputs(rows: list[Row], out: Path, questions: list[str],
     for r in rows:
         lines = [f"# Feedback: {r.student} ({r.chapter})", "",
                  f"Status: {r.status}. Points: {r.total if r.scores else 0:g} / "
-                 f"{denominator(r):g}", ""]
+                 f"{denominator(r):g}", "",
+                 "Only the autograded questions are counted here: written answers (derivations), "
+                 "if the homework has any, are graded separately by your instructor.", ""]
         if r.status.startswith(("unreadable", "wrong chapter")):
             lines += ["This file was not graded: every question counts 0 points. "
                       + ("Hand in the notebook of this chapter." if r.status.startswith("wrong")

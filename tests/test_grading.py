@@ -792,6 +792,7 @@ def test_other_chapter_and_unreadable_are_reported_with_the_chapter_total(tmp_pa
         assert (recs[student]["total"], recs[student]["possible"]) == ("0", "4")
         text = (tmp_path / "g" / "feedback" / f"{student}.md").read_text()
         assert "Points: 0 / 4" in text and "was not graded" in text
+        assert "Only the autograded questions are counted" in text  # written ones: by hand
         assert recs[student]["status"] in text
     assert "## q2: 0 / 2" in (tmp_path / "g" / "feedback" / "lost.md").read_text()
 
