@@ -101,7 +101,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
 
     Raises:
         ValueError: bad shapes, non-finite entries, ``X`` all zero or with only subnormal entries
-            (max |X| below 2.2e-308), ``p`` not the int 1 or 2 (``2.0`` is
+            (``max |X|`` below 2.2e-308), ``p`` not the int 1 or 2 (``2.0`` is
             refused too), ``return_certificate`` not a bool, an inconsistent system (no exact
             interpolant; for an ``X`` singular to rounding (``p = 2``; ``p = 1`` whenever
             the LP or its whitened form finds no interpolant: rows (1, 1, 0.5) and (1, 1 +
@@ -886,7 +886,7 @@ def max_margin(X, y, p=2):
         ``(d,)`` float64 JAX array ``w``.
 
     Raises:
-        ValueError: bad shapes or labels, ``X`` all zero or with only subnormal entries (max |X|
+        ValueError: bad shapes or labels, ``X`` all zero or with only subnormal entries (``max |X|``
             below 2.2e-308), ``p`` not the int 1 or 2,
             data that are not linearly separable through the origin (certified by a convex
             combination of the rows ``y_n x_n`` that is exactly 0), data whose margin, if any,

@@ -485,7 +485,7 @@ def dual_objective(nu, X, y, alpha, depth=2):
     Raises:
         ValueError: ``nu``, ``X`` or ``y`` not real numeric, non-finite, or of the wrong
             rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``X`` all zero or with only
-            subnormal entries (max |X| below 2.2e-308); ``alpha`` not a
+            subnormal entries (``max |X|`` below 2.2e-308); ``alpha`` not a
             finite number > 0, or ``alpha**depth`` outside the normal float64 range (overflow
             or subnormal); ``depth`` not an integer in ``[2, MAX_DEPTH]``.
 
@@ -698,7 +698,7 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
 
     Raises:
         ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d``, or all zero
-            or with only subnormal entries (max |X| below 2.2e-308), or not of full row
+            or with only subnormal entries (``max |X|`` below 2.2e-308), or not of full row
             rank with condition number at most 1e12 (rank-deficient, inconsistent, or more
             ill-conditioned systems are refused, each named as such); ``y`` not a finite
             real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
@@ -1331,7 +1331,7 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
 
     Raises:
         ValueError: ``X`` not a finite real 2-D array, or all zero or with only subnormal entries
-            (max |X| below 2.2e-308); ``y`` not a finite real
+            (``max |X|`` below 2.2e-308); ``y`` not a finite real
             ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point), or
             consistent but so ill-conditioned that its float64 least-squares residual
             exceeds 1e-8 (the message says which, with the singular values);
@@ -1465,7 +1465,7 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
 
     Raises:
         ValueError: ``X`` not 2-D, ``y`` not of shape ``(N,)``, either non-finite or not
-            real numeric; ``X`` all zero or with only subnormal entries (max |X| below 2.2e-308);
+            real numeric; ``X`` all zero or with only subnormal entries (``max |X|`` below 2.2e-308);
             ``alpha`` not a finite number > 0; ``depth`` not an integer
             ``>= 2``; ``step_size`` not finite and > 0; ``num_steps`` not an integer ``>= 0``;
             malformed ``snapshots``; ``on_divergence`` not ``"raise"`` or ``"stop"``; the
@@ -1580,8 +1580,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
 
     Raises:
-        ValueError: ``X`` empty (no row or column) or all zero or with only subnormal entries (max
-            |X| below 2.2e-308), labels outside {-1, +1}, ``mu`` not a
+        ValueError: ``X`` empty (no row or column) or all zero or with only subnormal entries
+            (``max |X|`` below 2.2e-308), labels outside {-1, +1}, ``mu`` not a
             finite number > 0, ``tol`` not a finite number in (0, 1) (``tol >= 1`` would accept
             :math:`w = 0`),
             ``max_iter`` not an integer in [1, 1e9], ``return_dual`` not a bool, bad shapes, data
@@ -2031,7 +2031,7 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
 
     Raises:
         ValueError: ``X`` not a finite real 2-D array with at least one row and column, or
-            all zero or with only subnormal entries (max |X| below 2.2e-308); ``y`` not in {-1,
+            all zero or with only subnormal entries (``max |X|`` below 2.2e-308); ``y`` not in {-1,
             +1}^N; ``alpha`` not finite and > 0 or subnormal; ``depth``
             not an integer >= 2; ``accuracies`` not a non-empty 1-D array of finite real
             numbers (bools, strings, None and complex are refused), increasing, > 0 and
