@@ -1466,7 +1466,8 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
     Raises:
         ValueError: ``X`` not 2-D, ``y`` not of shape ``(N,)``, either non-finite or not
             real numeric; ``X`` all zero or with only subnormal entries (``max |X|`` below
-            2.2e-308); ``alpha`` not a finite number > 0; ``depth`` not an integer ``>= 2``; ``step_size`` not finite and > 0; ``num_steps`` not an integer ``>= 0``;
+            2.2e-308); ``alpha`` not a finite number > 0; ``depth`` not an integer ``>= 2``;
+            ``step_size`` not finite and > 0; ``num_steps`` not an integer ``>= 0``;
             malformed ``snapshots``; ``on_divergence`` not ``"raise"`` or ``"stop"``; the
             loss not finite at the initialization (e.g. ``alpha**depth`` overflows).
         lib.flows.DivergenceError: the loss or the gradient became non-finite (step too
