@@ -491,6 +491,7 @@ def _convert_markdown(nb, chapter: str):
             figure = ((cell.metadata.get("mystnb") or {}).get("figure") or {})
             if cell.cell_type == "code" and isinstance(figure, dict) and figure.get("name"):
                 numbers.add("figure", str(figure["name"]))
+        _add_used_equations(nb, full, m2j)
         cited: list[str] = []
         for cell in nb.cells:
             if cell.cell_type == "markdown":
@@ -503,6 +504,31 @@ def _convert_markdown(nb, chapter: str):
     finally:
         sys.path.remove(str(ROOT / "_ext"))
     return nb
+
+
+EQUATIONS_HEADING = "### Equations of the chapter used below"
+
+
+def _add_used_equations(nb, full, m2j) -> None:
+    """The handout holds the exercises only: a Markdown cell after its introduction gives each
+    labelled equation of the chapter that a handout cell refers to (``{eq}``) but that no
+    handout cell holds, as a labelled ``{math}`` fence (numbered like the chapter's when
+    converted), so "(1.2)" in an exercise resolves in the notebook."""
+    import nbformat
+
+    md = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    used = m2j.equation_references("\n".join(md))
+    held = m2j.labelled_equations("\n".join(md).split("\n"))
+    source = m2j.labelled_equations("\n".join(
+        c.source for c in full.cells if c.cell_type == "markdown").split("\n"))
+    missing = [label for label in source if label in used and label not in held]  # in order
+    if not missing:
+        return
+    lines = [EQUATIONS_HEADING, ""]
+    for label in missing:
+        lines += ["```{math}", f":label: {label}", *source[label], "```", ""]
+    at = next((i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), 0)
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell("\n".join(lines).rstrip("\n")))
 
 
 def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bool = True,
