@@ -220,6 +220,27 @@ def test_a_handout_gets_the_chapter_equations_it_refers_to_and_only_those(tmp_pa
     assert "c = 3" not in eqs and "u = 0" not in text
 
 
+@pytest.mark.parametrize("chapter", ["setup", "lazy_training", "parity", "f1_f2",
+                                     "diagonal_regression", "diagonal_classification"])
+def test_autograded_questions_ask_for_no_ungraded_written_answer(chapter):
+    """An autograded coding question has a code cell and hidden tests only: a request for
+    written reasoning in its statement (explain, deduce, why, ...?) comes after a "Not graded"
+    (or a hint) marker, else the student has no answer cell and no points for it."""
+    import re
+
+    from homework import edition
+
+    questions = ho.chapter_questions(edition.resolve_chapter(chapter))[2]
+    coding = [q for q in questions if q.kind == "coding" and q.check_id]
+    assert coding
+    for q in coding:
+        text = " ".join(q.statement)
+        asks = re.search(r"\b(explain|deduce|why|compare|decide|say)\b|\?", text, re.I)
+        marker = re.search(r"Not graded|\*Hint:\*", text)
+        assert asks is None or (marker is not None and marker.start() < asks.start()), (
+            q.label, text[asks.start() - 80:asks.end() + 20])
+
+
 # --------------------------------------------------------------------------------------------
 # Hidden tests in the submission's process
 # --------------------------------------------------------------------------------------------
