@@ -385,11 +385,32 @@ def question_cells(q: Question, seeds: list[int], public=None):
 
 def _used_setup(setup: str, questions) -> str:
     """The chapter's set-up cell without the assignments nothing in the homework uses (e.g. the
-    chapter's sizes ``N, d``): imports and calls are kept."""
+    chapter's sizes ``N, d``) and without ``from lib import check`` (the chapter's self-check:
+    the handout's questions use ``grader.check``); other imports and calls are kept."""
     try:
         tree = ast.parse(setup)
     except SyntaxError:
         return setup
+    rewrite: dict[int, str | None] = {}  # first line of an import -> its new source (None: drop)
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "lib" and any(
+                a.name == "check" for a in node.names):
+            names = [a for a in node.names if a.name != "check"]
+            rewrite[node.lineno] = ast.unparse(ast.ImportFrom("lib", names, 0)) if names else None
+    if rewrite:
+        lines = setup.split("\n")
+        spans = {node.lineno: node.end_lineno for node in tree.body if node.lineno in rewrite}
+        out, i = [], 0
+        while i < len(lines):
+            if i + 1 in rewrite:
+                if rewrite[i + 1] is not None:
+                    out.append(rewrite[i + 1])
+                i = spans[i + 1]
+                continue
+            out.append(lines[i])
+            i += 1
+        setup = "\n".join(out)
+        tree = ast.parse(setup)
     used: set[str] = set()
     for q in questions:
         for src in q.solution_code:

@@ -142,6 +142,10 @@ def test_the_homework_setup_cell_drops_what_nothing_uses():
     setup = nb.cells[2].source
     assert "import jax.numpy as jnp" in setup and "import lib" in setup
     assert "N, d" not in setup and "FULL" not in setup
+    # the chapter's self-check is not the handout's: its questions use grader.check
+    assert "check" not in setup
+    assert ho._used_setup("import lib\nfrom lib import (check,\n    two_layer)\nx = 1\n", []) == (
+        "import lib\nfrom lib import two_layer\n")
 
 
 def _tags_and_references(nb):
