@@ -176,6 +176,44 @@ def _walk_numbers(lines, numbers: Numbers) -> None:
             _walk_numbers(body, numbers)
 
 
+def labelled_equations(lines) -> dict[str, list[str]]:
+    """Label -> the body lines (LaTeX, without delimiters) of each labelled equation in MyST
+    Markdown ``lines``: ``{math}`` fences with a ``:label:`` (at any depth) and ``$$ ...``
+    displays closed by ``$$ (label)``."""
+    out: dict[str, list[str]] = {}
+    opened: list[str] | None = None  # body of an open "$$" display
+    for item in _split_blocks(list(lines)):
+        if item[0] == "text":
+            line = item[1]
+            m = _DOLLAR_LABEL.match(line)
+            if m:
+                if opened is not None:
+                    out.setdefault(m.group(1), [x for x in opened if x.strip()])
+                opened = None
+            elif opened is not None:
+                if line.strip().endswith("$$"):  # an unlabelled display closes
+                    opened = None
+                else:
+                    opened.append(line)
+            elif line.strip().startswith("$$") and not line.strip()[2:].rstrip().endswith("$$"):
+                rest = line.strip()[2:].strip()
+                opened = [rest] if rest else []
+            continue
+        _, name, arg, options, body = item
+        if name == "math":
+            if options.get("label"):
+                out.setdefault(options["label"], "\n".join(body).strip("\n").split("\n"))
+        else:
+            for label, eq in labelled_equations(body).items():
+                out.setdefault(label, eq)
+    return out
+
+
+def equation_references(text: str) -> list[str]:
+    """Labels of the ``{eq}`` roles in ``text``, in order, each once."""
+    return list(dict.fromkeys(m.group(2) for m in _ROLE.finditer(text) if m.group(1) == "eq"))
+
+
 def _convert_lines(lines, numbers: Numbers, bib: dict, cited: list) -> list[str]:
     out: list[str] = []
     pending_dollar = None

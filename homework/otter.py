@@ -385,11 +385,32 @@ def question_cells(q: Question, seeds: list[int], public=None):
 
 def _used_setup(setup: str, questions) -> str:
     """The chapter's set-up cell without the assignments nothing in the homework uses (e.g. the
-    chapter's sizes ``N, d``): imports and calls are kept."""
+    chapter's sizes ``N, d``) and without ``from lib import check`` (the chapter's self-check:
+    the handout's questions use ``grader.check``); other imports and calls are kept."""
     try:
         tree = ast.parse(setup)
     except SyntaxError:
         return setup
+    rewrite: dict[int, str | None] = {}  # first line of an import -> its new source (None: drop)
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "lib" and any(
+                a.name == "check" for a in node.names):
+            names = [a for a in node.names if a.name != "check"]
+            rewrite[node.lineno] = ast.unparse(ast.ImportFrom("lib", names, 0)) if names else None
+    if rewrite:
+        lines = setup.split("\n")
+        spans = {node.lineno: node.end_lineno for node in tree.body if node.lineno in rewrite}
+        out, i = [], 0
+        while i < len(lines):
+            if i + 1 in rewrite:
+                if rewrite[i + 1] is not None:
+                    out.append(rewrite[i + 1])
+                i = spans[i + 1]
+                continue
+            out.append(lines[i])
+            i += 1
+        setup = "\n".join(out)
+        tree = ast.parse(setup)
     used: set[str] = set()
     for q in questions:
         for src in q.solution_code:
@@ -491,6 +512,7 @@ def _convert_markdown(nb, chapter: str):
             figure = ((cell.metadata.get("mystnb") or {}).get("figure") or {})
             if cell.cell_type == "code" and isinstance(figure, dict) and figure.get("name"):
                 numbers.add("figure", str(figure["name"]))
+        _add_used_equations(nb, full, m2j)
         cited: list[str] = []
         for cell in nb.cells:
             if cell.cell_type == "markdown":
@@ -503,6 +525,31 @@ def _convert_markdown(nb, chapter: str):
     finally:
         sys.path.remove(str(ROOT / "_ext"))
     return nb
+
+
+EQUATIONS_HEADING = "### Equations of the chapter used below"
+
+
+def _add_used_equations(nb, full, m2j) -> None:
+    """The handout holds the exercises only: a Markdown cell after its introduction gives each
+    labelled equation of the chapter that a handout cell refers to (``{eq}``) but that no
+    handout cell holds, as a labelled ``{math}`` fence (numbered like the chapter's when
+    converted), so "(1.2)" in an exercise resolves in the notebook."""
+    import nbformat
+
+    md = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    used = m2j.equation_references("\n".join(md))
+    held = m2j.labelled_equations("\n".join(md).split("\n"))
+    source = m2j.labelled_equations("\n".join(
+        c.source for c in full.cells if c.cell_type == "markdown").split("\n"))
+    missing = [label for label in source if label in used and label not in held]  # in order
+    if not missing:
+        return
+    lines = [EQUATIONS_HEADING, ""]
+    for label in missing:
+        lines += ["```{math}", f":label: {label}", *source[label], "```", ""]
+    at = next((i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), 0)
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell("\n".join(lines).rstrip("\n")))
 
 
 def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bool = True,

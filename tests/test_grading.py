@@ -142,6 +142,107 @@ def test_the_homework_setup_cell_drops_what_nothing_uses():
     setup = nb.cells[2].source
     assert "import jax.numpy as jnp" in setup and "import lib" in setup
     assert "N, d" not in setup and "FULL" not in setup
+    # the chapter's self-check is not the handout's: its questions use grader.check
+    assert "check" not in setup
+    assert ho._used_setup("import lib\nfrom lib import (check,\n    two_layer)\nx = 1\n", []) == (
+        "import lib\nfrom lib import two_layer\n")
+
+
+def _tags_and_references(nb):
+    import re
+
+    md = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    tags = [t for src in md for t in re.findall(r"\\tag\{([\w.]+)\}", src)]
+    return md, tags
+
+
+def test_the_setup_handout_holds_the_equations_its_exercises_refer_to():
+    """The handout holds the exercises only; "gradient descent on (1.1)" and "the gradient
+    flow (1.2)" resolve to display math tagged 1.1 and 1.2 in a cell before the questions."""
+    import re
+
+    nb = ho._convert_markdown(ho.master_notebook("setup"), "setup")
+    md, tags = _tags_and_references(nb)
+    refs = {r for src in md if ho.EQUATIONS_HEADING not in src
+            for r in re.findall(r"\((\d+\.\d+)\)", src)}
+    assert {"1.1", "1.2"} <= refs
+    assert refs <= set(tags) and len(tags) == len(set(tags))
+    eqs = next(i for i, c in enumerate(nb.cells) if ho.EQUATIONS_HEADING in c.source)
+    first_question = next(i for i, c in enumerate(nb.cells) if "# BEGIN QUESTION" in c.source)
+    assert eqs < first_question
+    assert r"\dot w(t) = -\nabla L(w(t))" in nb.cells[eqs].source  # the chapter's (1.2)
+
+
+SYNTHETIC_CHAPTER = """\
+---
+jupytext:
+  text_representation: {extension: .md, format_name: myst}
+kernelspec: {display_name: Python 3, language: python, name: python3}
+---
+# T
+
+$$
+a = 1
+$$ (t-a)
+
+```{math}
+:label: t-b
+b = 2
+```
+
+```{math}
+:label: t-unused
+u = 0
+```
+
+## Exercises
+
+```{exercise-start}
+:label: t-ex
+```
+Use {eq}`t-a`, {eq}`t-b` and {eq}`t-c`, where
+
+```{math}
+:label: t-c
+c = 3
+```
+```{exercise-end}
+```
+"""
+
+
+def test_a_handout_gets_the_chapter_equations_it_refers_to_and_only_those(tmp_path):
+    path = tmp_path / "t.md"
+    path.write_text(SYNTHETIC_CHAPTER)
+    nb = ho._convert_markdown(ho.master_notebook(path), str(path))
+    md, tags = _tags_and_references(nb)
+    text = "\n".join(md)
+    assert "Use (1), (2) and (4)" in text  # numbered in the whole chapter's order
+    assert sorted(tags) == ["1", "2", "4"]  # t-c once (the exercise holds it), t-unused never
+    eqs = next(c.source for c in nb.cells if ho.EQUATIONS_HEADING in c.source)
+    assert "a = 1\n\\tag{1}" in eqs and "b = 2\n\\tag{2}" in eqs
+    assert "c = 3" not in eqs and "u = 0" not in text
+
+
+@pytest.mark.parametrize("chapter", ["setup", "lazy_training", "parity", "f1_f2",
+                                     "diagonal_regression", "diagonal_classification"])
+def test_autograded_questions_ask_for_no_ungraded_written_answer(chapter):
+    """An autograded coding question has a code cell and hidden tests only: a request for
+    written reasoning in its statement (explain, deduce, why, ...?) comes after a "Not graded"
+    (or a hint) marker, else the student has no answer cell and no points for it."""
+    import re
+
+    from homework import edition
+
+    questions = ho.chapter_questions(edition.resolve_chapter(chapter))[2]
+    coding = [q for q in questions if q.kind == "coding" and q.check_id]
+    assert coding
+    for q in coding:
+        text = " ".join(q.statement)
+        asks = re.search(r"\b(explain|deduce|why|compare|decide|say)\b|\?", text, re.I)
+        marker = re.search(r"Not graded|\*Hint:\*", text)
+        assert asks is None or (marker is not None and marker.start() < asks.start()), (
+            q.label, text[asks.start() - 80:asks.end() + 20])
 
 
 # --------------------------------------------------------------------------------------------
