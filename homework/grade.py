@@ -10,13 +10,18 @@
   limit (``RLIMIT_AS``), an output cap and a per-cell time limit that interrupts the cell and
   goes on to the next. When ``unshare`` can create namespaces (:func:`namespaces_available`),
   each ``otter run`` is in its own user, PID and mount namespaces (:func:`namespace_command`):
-  it sees only its own run folder of the work folder, of the checkout's ``_build`` only the
-  shared JAX cache, and its own processes, and every process it starts dies with it.
+  it sees only its own run folder of the work folder, nothing of the checkout's ``_build``,
+  and its own processes, and every process it starts dies with it.
   Otherwise (one warning, ``--jobs 1``) every process the submission started is killed
   afterwards, including those that left the group and its environment: the grader is their
   subreaper (:func:`become_subreaper`) and kills every new child but the judge
   (:func:`reap_orphans`).
-  The judge of the hidden tests runs outside, without the shared JAX cache.
+  The judge of the hidden tests runs outside, without a JAX cache.
+* JAX compilation cache (unless ``--no-cache``): before the first submission, one run of the
+  handout (instructor's code, no solutions) fills a warm cache held in the grader's memory
+  (:func:`warm_cache`); each submission's kernel starts from a private copy of it in its own
+  run folder, and nothing a submission writes there is read back, so no submission's cache
+  entries reach another submission.
 * Output: ``<out>/grades.csv`` (student, file, chapter, status, total, possible, one column per
   question, notes) and ``<out>/feedback/<student>.md`` (per question: points, a passed/failed
   line and the hint; never the hidden tests' code). Statuses: ``graded``, ``kernel died`` (the
@@ -600,23 +605,21 @@ def running_cell(events: list[dict]) -> str | None:
 
 NAMESPACES_VAR = "KRR_GRADE_NAMESPACES"  # "0": never use namespaces (the fallback, for tests)
 # Run inside the new user, PID and mount namespaces, before the submission: hide a folder of
-# the instructor's (``hide``: the checkout's _build, with the master notebooks and the
-# autograder zips) and the grading work folder (every submission's run folder, judge socket and
-# events) behind tmpfs, bind back the folder to keep (``keep``: the shared JAX cache, inside
-# _build) and this submission's own run folder at their paths, give it a /dev/shm of its own,
-# then run the command with no capabilities and no way to gain any (so it cannot unmount the
-# tmpfs). The run folder and the kept folder are opened (fd 3, 4) before anything is hidden and
-# bound from /proc/self/fd, so the order holds wherever they are: the work folder may be inside
-# the hidden one (TMPDIR in _build), the kept folder inside both; the binds come last.
+# the instructor's (``hide``: the checkout's _build, with the master notebooks, the autograder
+# zips and any JAX cache of an earlier grader: nothing of it stays visible) and the grading
+# work folder (every submission's run folder, judge socket and events) behind tmpfs, bind back
+# this submission's own run folder (with its private JAX cache) at its path, give it a
+# /dev/shm of its own, then run the command with no capabilities and no way to gain any (so it
+# cannot unmount the tmpfs). The run folder is opened (fd 3) before anything is hidden and
+# bound from /proc/self/fd, so the order holds wherever it is: the work folder may be inside
+# the hidden one (TMPDIR in _build); the bind comes last.
 # First, each folder of ``readonly`` (the checkout and the venv: code the judge loads, with
-# its __pycache__) is bound onto itself read-only; the run folder and the kept folder stay
-# writable inside one, as a bind takes the flags of the mount it comes from (fd 3, 4 were
-# opened before).
+# its __pycache__) is bound onto itself read-only; the run folder stays writable inside one,
+# as a bind takes the flags of the mount it comes from (fd 3 was opened before).
 NAMESPACE_SCRIPT = r"""set -e
-work="$1"; box="$2"; net="$3"; hide="$4"; keep="$5"; n="$6"; shift 6
+work="$1"; box="$2"; net="$3"; hide="$4"; n="$5"; shift 5
 if [ "$net" = net ]; then ip link set lo up; fi
 exec 3<"$box"
-if [ "$keep" != - ]; then exec 4<"$keep"; fi
 while [ "$n" -gt 0 ]; do
   mount --bind --no-canonicalize "$1" "$1"
   mount -o remount,bind,ro --no-canonicalize "$1"
@@ -625,11 +628,6 @@ done
 if [ "$hide" != - ]; then mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$hide"; fi
 mkdir -p "$work"
 mount -t tmpfs -o mode=0755,size=1m krr-grade-hidden "$work"
-if [ "$keep" != - ]; then
-  mkdir -p "$keep"
-  mount --bind --no-canonicalize /proc/self/fd/4 "$keep"
-  exec 4<&-
-fi
 mkdir -p "$box"
 mount --bind --no-canonicalize /proc/self/fd/3 "$box"
 exec 3<&-
@@ -660,24 +658,21 @@ def readonly_folders() -> tuple[Path, ...]:
 
 
 def namespace_command(work: Path, box: Path, command: list[str], net: bool | None = None,
-                      hide: Path | None = None, keep: Path | None = None,
-                      readonly: tuple[Path, ...] = ()) -> list[str]:
+                      hide: Path | None = None, readonly: tuple[Path, ...] = ()) -> list[str]:
     """``command`` in new user, PID and mount namespaces in which only ``box`` of ``work`` is
-    visible, ``hide`` (when it exists) is an empty folder except ``keep``, which stays visible
-    and writable at its path, each folder of ``readonly`` (bound onto itself first, so ``box``,
-    ``hide`` and ``keep`` inside one stay as described) cannot be written, and nothing has
+    visible, ``hide`` (when it exists) is an empty folder (except the folders on the way to
+    ``box``, when ``box`` is inside it), each folder of ``readonly`` (bound onto itself first,
+    so ``box`` and ``hide`` inside one stay as described) cannot be written, and nothing has
     capabilities; every process it starts dies with it. With ``net`` (default: when the
     probe found it works, :func:`namespaces_available`) also a network namespace with only a
     loopback interface: no network, and no TCP port of another submission's kernel or of the
     machine (the judge's socket is a file: it still works).
 
     Raises:
-        ValueError: ``keep`` or a folder of ``readonly`` is not an existing folder.
+        ValueError: a folder of ``readonly`` is not an existing folder.
     """
     if net is None:
         net = bool(namespaces_available()) and _network
-    if keep is not None and not Path(keep).is_dir():
-        raise ValueError(f"keep: {keep} is not an existing folder")
     for folder in readonly:
         if not Path(folder).is_dir():
             raise ValueError(f"readonly: {folder} is not an existing folder")
@@ -685,13 +680,12 @@ def namespace_command(work: Path, box: Path, command: list[str], net: bool | Non
     return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
             "--mount-proc", "--mount", *(["--net"] if net else []), "--", "sh", "-c",
             NAMESPACE_SCRIPT, "krr-grade-box", str(work), str(box), "net" if net else "-",
-            hidden, "-" if keep is None else str(keep), str(len(readonly)),
-            *map(str, readonly), *command]
+            hidden, str(len(readonly)), *map(str, readonly), *command]
 
 
 PROBE = ('test "$$" = 1 && test ! -e "$0/other" && test -e "$0/run-probe/mine" && '
          '! touch "$0/ro/planted" 2>/dev/null && touch "$0/run-probe/written" && '
-         'test ! -e "$0/build/secret" && test -e "$0/build/cache/kept" && '
+         'test ! -e "$0/build/secret" && test ! -e "$0/build/cache" && '
          'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && echo krr-namespaces-ok')
 
 
@@ -716,13 +710,11 @@ def _probe(net: bool) -> bool:
         (work / "other").touch()
         (work / "build" / "cache").mkdir(parents=True)
         (work / "build" / "secret").touch()
-        (work / "build" / "cache" / "kept").touch()
         (work / "ro").mkdir()
         try:
             proc = subprocess.run(namespace_command(work, work / "run-probe",
                                                     ["sh", "-c", PROBE, str(work)], net=net,
                                                     hide=work / "build",
-                                                    keep=work / "build" / "cache",
                                                     readonly=(work / "ro",)),
                                   capture_output=True, text=True, timeout=60,
                                   stdin=subprocess.DEVNULL)
@@ -872,15 +864,69 @@ def _kill_tagged(token: str) -> int:
     return killed
 
 
-# The shared JAX compilation cache of the submissions (set in :func:`_otter_run`): its folder,
-# and the thresholds that make every compilation an entry.
+# The JAX persistent compilation cache of a submission's kernel (set in :func:`_otter_run`):
+# its folder, and the thresholds that make every compilation an entry. Each run gets a private
+# folder in its run folder, filled from a snapshot held in the grader's memory
+# (:func:`warm_cache`: the entries written by a trusted run of the handout); what a
+# submission writes there is never read back, so no submission's cache reaches another.
 CACHE_VARS = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
               "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
+CACHE_SUFFIX = "-cache"  # JAX's entry files (jax._src.lru_cache); -atime and .lockfile are not
+CACHE_FOLDER = "jax-cache"  # in each run folder
+
+
+def read_cache(folder: Path) -> dict[str, bytes]:
+    """The entries of a JAX cache folder: ``{file name: content}`` of its regular files (not
+    symbolic links) named ``*-cache``, at its top level; ``{}`` when ``folder`` is not a
+    folder."""
+    entries = {}
+    if folder.is_dir() and not folder.is_symlink():
+        for p in sorted(folder.iterdir()):
+            if p.name.endswith(CACHE_SUFFIX) and not p.is_symlink() and p.is_file():
+                entries[p.name] = p.read_bytes()
+    return entries
+
+
+def write_cache(entries: dict[str, bytes], folder: Path) -> Path:
+    """A new cache folder ``folder`` holding ``entries`` (:func:`read_cache`); returns it.
+
+    Raises:
+        ValueError: a name of ``entries`` is not a plain file name ending in ``-cache``.
+        FileExistsError: ``folder`` exists.
+    """
+    for name in entries:
+        if Path(name).name != name or name in ("", ".", "..") or \
+                not name.endswith(CACHE_SUFFIX):
+            raise ValueError(f"entries: {name!r} is not the file name of a JAX cache entry")
+    folder.mkdir(parents=True)
+    for name, data in entries.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def trusted_notebook(autograder: Path, chapter: str) -> Path | None:
+    """The notebook that fills the warm cache (:func:`warm_cache`): the handout of
+    ``chapter`` that ``make assign`` wrote beside ``autograder``
+    (``dist/student/<chapter>.ipynb`` for ``dist/autograder/*.zip``): instructor's code with
+    no solution in it, so the compiled code it leaves in the cache tells a student nothing
+    the handout does not (an entry holds the computation's HLO and source locations; a
+    cache filled by the solutions would hand out their compiled form). None when there is no
+    such file or it names another chapter."""
+    path = Path(autograder).resolve().parent.parent / "student" / f"{chapter}.ipynb"
+    if not path.is_file():
+        return None
+    try:
+        import nbformat
+
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 (an unreadable handout: no warm cache, grading goes on)
+        return None
+    return path if notebook_chapter(nb) in (None, chapter) else None
 
 
 def judge_environment(env: dict) -> dict:
     """The judge's environment: ``env`` (the submission's) without the JAX cache variables
-    (:data:`CACHE_VARS`: the submissions can write that folder, so an entry planted there
+    (:data:`CACHE_VARS`: the submission writes its cache folder, and an entry planted there
     would be compiled code the judge runs), the token and the events file."""
     return {k: v for k, v in env.items() if k not in (*CACHE_VARS, TOKEN_VAR, EVENTS_VAR)}
 
@@ -892,20 +938,25 @@ def otter_command(autograder: Path, out: Path, notebook: Path) -> list[str]:
 
 
 def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
-               cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
-               drop: frozenset = frozenset(), isolate: bool | None = None,
-               plan: dict | None = None) -> dict:
+               cell_timeout: float, memory: int, output_cap: int,
+               cache: dict[str, bytes] | None, drop: frozenset = frozenset(),
+               isolate: bool | None = None, plan: dict | None = None,
+               return_cache: bool = False) -> dict:
     """One ``otter run`` of a submission in its own session, with limits; killed afterwards.
     With ``isolate`` (default: :func:`namespaces_available`) it runs in its own namespaces
-    (:func:`namespace_command`): it sees only its own run folder of ``work``, of the
-    checkout's ``_build`` only ``cache_dir``, and its own processes, and every process it
-    starts dies with it. Without it, the grader becomes the subreaper of what the run
-    detaches and, after the run, kills every new child but the judge (:func:`reap_orphans`;
-    one run at a time). The judge runs outside, without ``cache_dir``
+    (:func:`namespace_command`): it sees only its own run folder of ``work``, nothing of the
+    checkout's ``_build``, and its own processes, and every process it starts dies with it.
+    Without it, the grader becomes the subreaper of what the run detaches and, after the run,
+    kills every new child but the judge (:func:`reap_orphans`; one run at a time). With
+    ``cache`` (entries, :func:`read_cache`) the kernel's JAX compilation cache is a new
+    private folder of the run folder holding a copy of them (:data:`CACHE_FOLDER`), removed
+    with the run folder; None: no cache. The judge runs outside, without it
     (:func:`judge_environment`). ``plan`` (:func:`judge_plan`) goes to the judge's stdin,
     then closed.
 
-    Returns ``{"results": dict | None, "log": str, "events": list, "timed_out": bool}``."""
+    Returns ``{"results": dict | None, "log": str, "events": list, "timed_out": bool,
+    "verdicts": dict}``, and with ``return_cache`` also ``"cache"``: the entries of the
+    private cache folder after the run (only for a trusted notebook: :func:`warm_cache`)."""
     if _stopping:
         raise Stopped("grading was stopped")
     if isolate is None:
@@ -925,8 +976,9 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     env["PYTHONPATH"] = ""  # the submission imports lib from the autograder's copy
     env["MPLBACKEND"] = "Agg"
     env["JUPYTER_RUNTIME_DIR"] = str(box / "runtime")  # the kernel's connection file (its key)
-    if cache_dir is not None:  # XLA compilations shared between submissions (not the judge)
-        env.update(zip(CACHE_VARS, (str(cache_dir), "0", "0"), strict=True))
+    private = box / CACHE_FOLDER
+    if cache is not None:  # a private copy of the trusted entries; never read back for a grade
+        env.update(zip(CACHE_VARS, (str(write_cache(cache, private)), "0", "0"), strict=True))
 
     grader = os.getpid()
     if not isolate:  # what the run detaches becomes our child: killed after it
@@ -966,7 +1018,7 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
     timed_out = False
     command = otter_command(autograder, out, nb_path)
     if isolate:  # the checkout's _build (master notebooks, autograder zips) hidden
-        command = namespace_command(work, box, command, hide=ROOT / "_build", keep=cache_dir,
+        command = namespace_command(work, box, command, hide=ROOT / "_build",
                                     readonly=readonly_folders())
     with open(log, "wb") as logf:
         try:
@@ -1002,10 +1054,13 @@ def _otter_run(sub: Submission, chapter: str, autograder: Path, work: Path, *, t
             _live.discard(judge)
             judge_log.close()
     results = out / "results.json"
-    return {"results": json.loads(results.read_text()) if results.is_file() else None,
-            "log": log.read_bytes()[-4000:].decode(errors="replace"),
-            "events": read_events(events), "timed_out": timed_out,
-            "verdicts": read_verdicts(written)}
+    run = {"results": json.loads(results.read_text()) if results.is_file() else None,
+           "log": log.read_bytes()[-4000:].decode(errors="replace"),
+           "events": read_events(events), "timed_out": timed_out,
+           "verdicts": read_verdicts(written)}
+    if return_cache:
+        run["cache"] = read_cache(private)
+    return run
 
 
 REPEATED = ("this hidden test reached the grader's judge more than once (the notebook sent its "
@@ -1198,14 +1253,38 @@ def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
+def warm_cache(notebook: Path | None, chapter: str, autograder: Path, work: Path, *,
+               table: dict, **limits) -> dict[str, bytes]:
+    """The trusted warm cache that every submission's private cache starts from: the entries
+    (:func:`read_cache`) one ``otter run`` of ``notebook`` (:func:`trusted_notebook`: the
+    handout, instructor's code) compiles from an empty cache, run as a submission is
+    (``limits``: those of :func:`_otter_run`, ``isolate`` among them); held in the grader's
+    memory, never written where a submission can reach it. ``{}`` when ``notebook`` is None
+    (every submission then starts from an empty private cache).
+
+    Raises:
+        Stopped: grading was stopped.
+    """
+    if notebook is None:
+        return {}
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    sub = Submission("warm-up", notebook, notebook, nb=nb, chapter=chapter)
+    run = _otter_run(sub, chapter, autograder, work, cache={}, return_cache=True,
+                     plan=judge_plan(nb, autograder, table), **limits)
+    return run["cache"]
+
+
 def kernel_died(log: str) -> bool:
     """Whether otter's output says the notebook's kernel died (nbclient's DeadKernelError)."""
     return "DeadKernelError" in log or "Kernel died" in log
 
 
 def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, timeout: float,
-              cell_timeout: float, memory: int, output_cap: int, cache_dir: Path | None,
-              table: dict | None = None, isolate: bool | None = None) -> Row:
+              cell_timeout: float, memory: int, output_cap: int,
+              cache: dict[str, bytes] | None, table: dict | None = None,
+              isolate: bool | None = None) -> Row:
     """Grade one submission with ``otter run`` in its own session, with limits.
 
     A cell stopped by the per-cell limit is named in the notes (with its time). When the kernel
@@ -1214,7 +1293,7 @@ def run_local(sub: Submission, chapter: str, autograder: Path, work: Path, *, ti
     row = Row(sub.student, str(sub.origin), chapter)
     table = hidden_tests(autograder) if table is None else table
     opts = dict(timeout=timeout, cell_timeout=cell_timeout, memory=memory,
-                output_cap=output_cap, cache_dir=cache_dir, isolate=isolate,
+                output_cap=output_cap, cache=cache, isolate=isolate,
                 plan=judge_plan(sub.nb, autograder, table))
     start = time.perf_counter()
     run = _otter_run(sub, chapter, autograder, work, **opts)
@@ -1391,7 +1470,7 @@ def write_outputs(rows: list[Row], out: Path, questions: list[str],
         w.writerow(["student", "file", "chapter", "status", "total", "possible", *questions,
                     "notes"])
         for r in rows:
-            w.writerow([r.student, r.file, r.chapter, r.status, r.total if r.scores else 0,
+            w.writerow([r.student, r.file, r.chapter, r.status, f"{r.total if r.scores else 0:g}",
                         f"{denominator(r):g}", *[f"{r.scores.get(q, (0.0, 0.0))[0]:g}"
                                                 for q in questions], r.notes])
         for p in skipped:  # not a submission: a row that says so, no points, no feedback file
@@ -1402,7 +1481,9 @@ def write_outputs(rows: list[Row], out: Path, questions: list[str],
     for r in rows:
         lines = [f"# Feedback: {r.student} ({r.chapter})", "",
                  f"Status: {r.status}. Points: {r.total if r.scores else 0:g} / "
-                 f"{denominator(r):g}", ""]
+                 f"{denominator(r):g}", "",
+                 "Only the autograded questions are counted here: written answers (derivations), "
+                 "if the homework has any, are graded separately by your instructor.", ""]
         if r.status.startswith(("unreadable", "wrong chapter")):
             lines += ["This file was not graded: every question counts 0 points. "
                       + ("Hand in the notebook of this chapter." if r.status.startswith("wrong")
@@ -1498,6 +1579,7 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
             chapter = max(set(named), key=named.count)
         ag = Path(autograder) if autograder else find_autograder(chapter)
         points = autograder_points(ag)
+        handout = trusted_notebook(ag, chapter)
         ag = local_autograder(ag, work)
         table = hidden_tests(ag)
         digest = grader_digest()
@@ -1533,24 +1615,40 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
             rows += [finish(by_name[r.student], r) if r.student in by_name else r
                      for r in run_docker(todo, chapter, ag, work, timeout, jobs)]
         else:
-            cache_dir = ROOT / "_build" / "grade-cache" / "jax" if cache else None
-            if cache_dir:
-                cache_dir.mkdir(parents=True, exist_ok=True)
-
             isolate = namespaces_available()
             if not isolate:
                 log(NO_NAMESPACES)
                 jobs = 1
+            limits = dict(timeout=timeout, cell_timeout=cell_timeout,
+                          memory=int(memory_gb * 2**30), output_cap=int(output_mb * 2**20))
+            warm = None  # --no-cache: no JAX cache at all
+            if cache and todo:  # the handout compiles, every submission starts from a copy
+                start = time.perf_counter()
+                try:
+                    warm = warm_cache(handout, chapter, ag, work, table=table,
+                                      isolate=isolate, **limits)
+                except Stopped:
+                    raise
+                except Exception as err:  # noqa: BLE001 (grading goes on, from empty caches)
+                    if _stopping:
+                        raise Stopped("grading was stopped") from err
+                    warm, handout = {}, None
+                    log(f"JAX cache: the handout's warm-up failed ({type(err).__name__}: "
+                        f"{str(err)[:200]})")
+                size = sum(map(len, warm.values())) / 1e3
+                log(f"JAX cache: {len(warm)} entries compiled by the handout ({size:.0f} kB) "
+                    f"in {time.perf_counter() - start:.0f} s; each submission starts from a "
+                    "private copy" if handout else "JAX cache: no handout beside the "
+                    "autograder zip (or its run failed); each submission starts from an "
+                    "empty private cache")
 
             def one(s):
                 if _stopping:
                     raise Stopped("grading was stopped")
                 start = time.perf_counter()
                 try:
-                    row = run_local(s, chapter, ag, work, timeout=timeout,
-                                    cell_timeout=cell_timeout, memory=int(memory_gb * 2**30),
-                                    output_cap=int(output_mb * 2**20), cache_dir=cache_dir,
-                                    table=table, isolate=isolate)
+                    row = run_local(s, chapter, ag, work, cache=warm, table=table,
+                                    isolate=isolate, **limits)
                 except Stopped:
                     raise
                 except Exception as err:  # noqa: BLE001 (one submission never stops the rest)
@@ -1609,7 +1707,9 @@ def main(argv=None) -> int:
     p.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell")
     p.add_argument("--memory-gb", type=float, default=6, help="address-space limit")
     p.add_argument("--output-mb", type=float, default=20, help="printed output kept per stream")
-    p.add_argument("--no-cache", action="store_true", help="no shared JAX compilation cache")
+    p.add_argument("--no-cache", action="store_true",
+                   help="no JAX compilation cache (by default each submission starts from a "
+                   "private copy of the entries a run of the handout compiled)")
     p.add_argument("--accept-flagged", default="", metavar="STUDENTS",
                    help="comma-separated students whose flagged notebook you reviewed and "
                    "accept: their otter points count")

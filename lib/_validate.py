@@ -53,7 +53,23 @@ def concrete(name, x):
                          "jax.vmap)")
     if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
         raise ValueError(f"{name} must be a real numeric array, got dtype {x.dtype}")
-    return np.asarray(x)
+    try:
+        return np.asarray(x)
+    except TypeError as err:  # a list or tuple holding a typed PRNG key or another object
+        raise ValueError(f"{name} must be a real numeric array, got {_unreadable(x)}") from err
+
+
+def _unreadable(x):
+    """What a list or tuple that numpy cannot convert holds, for an error message: a typed
+    PRNG key (``[jax.random.key(0)]``, whose extended dtype numpy cannot read) is named as such."""
+    stack = [x]
+    while stack:
+        v = stack.pop()
+        if is_prng_key(v):
+            return f"a {type(x).__name__} holding a JAX PRNG key (dtype {v.dtype})"
+        if isinstance(v, list | tuple):
+            stack.extend(v)
+    return f"a {type(x).__name__} that numpy cannot convert to numbers"
 
 
 def shape_text(shape):
@@ -76,7 +92,8 @@ def real_array(name, x, *, ndim=None, shape=None):
         try:
             dtype = np.asarray(x).dtype
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from err
+            raise ValueError(f"{name} must be a real numeric array, got {_unreadable(x)}") \
+                from err
     try:
         dtype = np.dtype(dtype)
     except TypeError as err:  # extended dtypes numpy cannot read: typed PRNG keys key<fry>
@@ -205,6 +222,23 @@ def nonempty(name, X):
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"{name} must have at least one row and one column, got shape "
                          f"{tuple(X.shape)}")
+    return X
+
+
+def nonzero_matrix(name, X):
+    """Refuse a design matrix whose entries are all zero or all subnormal (largest |entry|
+    below the smallest normal float64, ~2.2e-308), before any computation: a zero ``X``
+    carries no data (solvers then fail with their own errors), and XLA on CPU flushes
+    subnormal entries to zero. Returns ``X`` (an empty ``X`` is left to the callers' own
+    check)."""
+    m = max_abs(X)
+    if np.size(X) and m == 0.0:
+        raise ValueError(f"{name} must have at least one nonzero entry, got all zeros (shape "
+                         f"{tuple(np.shape(X))})")
+    if 0.0 < m < TINY:
+        raise ValueError(f"{name} has only subnormal entries (max |{name}| = {m:.3e}, below "
+                         f"{TINY:.3e}): they carry few significant digits and XLA flushes them "
+                         f"to zero; rescale {name}")
     return X
 
 
@@ -544,19 +578,32 @@ def row_norms_pow2(B):
         return np.sqrt(np.sum(U * U, axis=1)), e
 
 
-def pow2_sum(mant, exp):
-    """``sum_j mant[j] * 2**exp[j]`` for mantissas of moderate size and integer exponents of
-    any size, without intermediate overflow or underflow: terms are aligned to the largest
-    exponent first. Returns a Python float, ``inf`` when the sum is beyond float64's range."""
+def pow2_sum(mant, exp, axis=None):
+    """``sum(mant * 2**exp)`` along ``axis`` (all entries for None) as ``(m, e)`` with the
+    value ``m * 2**e`` (``m`` in [0.5, 1) or 0, numpy's frexp): mantissas of moderate size,
+    integer exponents of any size. Each term is shifted relative to the largest exponent of a
+    nonzero term along the axis, so nothing overflows and only terms below 2**-1074 times the
+    largest one are lost (negligible beside it); an all-zero slice gives ``(0, 0)``."""
     mant = np.asarray(mant, dtype=np.float64)
-    exp = np.asarray(exp, dtype=np.int64)
-    nz = mant != 0
-    if not np.any(nz):
-        return 0.0
-    E = int(np.max(exp[nz]))
+    exp = np.broadcast_to(np.asarray(exp, dtype=np.int64), mant.shape)
+    if axis is None:
+        mant, exp, axis = mant.ravel(), exp.ravel(), 0
+    live = mant != 0
+    low = np.iinfo(np.int64).min
+    top = np.max(np.where(live, exp, low), axis=axis, keepdims=True, initial=low)
+    top = np.where(top == low, 0, top)
+    with np.errstate(under="ignore"):
+        total = np.sum(np.ldexp(mant, np.where(live, exp - top, 0)), axis=axis)
+    m, e = np.frexp(total)
+    return m, e + np.squeeze(top, axis=axis)
+
+
+def pow2_total(mant, exp):
+    """:func:`pow2_sum` over all entries as a Python float: ``inf`` when the sum is beyond
+    float64's range, subnormal or 0 below it."""
+    m, e = pow2_sum(mant, exp)
     with np.errstate(over="ignore", under="ignore"):
-        total = np.sum(np.ldexp(mant[nz], exp[nz] - E))
-        return float(np.ldexp(total, E))
+        return float(np.ldexp(m, e))
 
 
 def finite_result(value, message):

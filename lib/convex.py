@@ -101,10 +101,13 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         (``None`` for ``p = 2`` and for ``y = 0``).
 
     Raises:
-        ValueError: bad shapes, non-finite entries, ``p`` not the int 1 or 2 (``2.0`` is
+        ValueError: bad shapes, non-finite entries, ``X`` all zero or with only subnormal entries
+            (``max |X|`` below 2.2e-308), ``p`` not the int 1 or 2 (``2.0`` is
             refused too), ``return_certificate`` not a bool, an inconsistent system (no exact
-            interpolant; for ``p = 2`` and an ``X`` singular to rounding, e.g. a duplicated
-            row with a different target, a system of at most 1000 entries and 30 rows is told
+            interpolant; for an ``X`` singular to rounding (``p = 2``; ``p = 1`` whenever
+            the LP or its whitened form finds no interpolant: rows (1, 1, 0.5) and (1, 1 +
+            2**-52, 0.5), y = (1, 2), are consistent), e.g. a duplicated row with a
+            different target, a system of at most 1000 entries and 30 rows is told
             apart in exact rational arithmetic: inconsistent, or consistent with an ``X`` too
             ill-conditioned; a larger one is called inconsistent or too ill-conditioned to
             tell), for ``p = 1`` an ``X`` whose support columns are too ill-conditioned for
@@ -121,7 +124,9 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             ``X`` whose condition number (over the singular values kept, after scaling to
             max 1) exceeds ``1e-9 / eps`` (~4.5e6), where no float64 solution is guaranteed
             the promised accuracy (rows or columns at very different scales, e.g. 1e100,
-            count here); or an interpolant outside float64's range.
+            count here; rows whose largest entries differ by more than 2**20 are first
+            divided by powers of two to max 1, an equivalent system, so rows (1, 2) and
+            (1e-300, 1e-300) are solved); or an interpolant outside float64's range.
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
             For ``p = 1`` an answer that fails (or an "infeasible" verdict on a consistent,
             ill-conditioned ``X``) is retried on the whitened system
@@ -140,12 +145,13 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         >>> np.round(np.asarray(beta), 12).tolist(), cert.verified()
         ([0.0, 1.0], True)
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     p = _check_p(p)
     return_certificate = _validate.boolean("return_certificate", return_certificate)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
+    X, y = _row_scaled(X, y)
     # Solve the scaled problem (X / cx) b' = y / cy, b = b' cy / cx: tolerances are then relative.
     Xn, yn, cx, cy = *_scaled(np.asarray(X), np.asarray(y)),
     if cy == 0.0:
@@ -220,6 +226,43 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         # lstsq returns the minimum-norm solution for under-determined systems
         beta = _unscale(beta, cy / cx, X, y)
         return (beta, None) if return_certificate else beta
+    try:
+        return _l1_checked(X, y, Xn, yn, cx, cy, return_certificate)
+    except ValueError as err:
+        # "inconsistent" from float64 (HiGHS, or the whitened system's least-squares residual)
+        # on an X singular to rounding: rows (1, 1, 0.5) and (1, 1 + 2**-52, 0.5) with y =
+        # (1, 2) are consistent (beta = (1 - 2**52, 2**52, 0)); told apart exactly when small
+        if not str(err).startswith("X beta = y is inconsistent"):
+            raise
+        ranks = _exact_ranks(np.asarray(X), np.asarray(y))
+        if ranks is None or ranks[0] != ranks[1]:
+            raise
+        sv = np.linalg.svd(Xn, compute_uv=False)
+        raise ValueError(_ill_conditioned(sv, float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf)
+                         + f" (it is consistent: in exact arithmetic X and [X | y] both have "
+                         f"rank {ranks[0]})") from None
+
+
+def _row_scaled(X, y):
+    """``(X, y)`` with each row of both divided by the power of two of the row's largest
+    |entry| (exact: an equivalent system with the same interpolants) when the rows' scales
+    differ by more than 2**20 (rows (1, 2) and (1e-300, 1e-300): after dividing by max |X|
+    alone the second row is below every solver tolerance and a consistent system was called
+    inconsistent); unchanged otherwise, or when a scaled y would leave float64's range."""
+    Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    rmax = np.max(np.abs(Xa), axis=1)
+    if np.any(rmax == 0) or np.max(rmax) <= 2.0 ** 20 * np.min(rmax):
+        return X, y
+    r = _validate.pow2_of(rmax)
+    with np.errstate(over="ignore", under="ignore"):
+        ys = ya / r
+    if not np.all(np.isfinite(ys)) or np.any((ys == 0) & (ya != 0)):
+        return X, y
+    return jnp.asarray(Xa / r[:, None]), jnp.asarray(ys)
+
+
+def _l1_checked(X, y, Xn, yn, cx, cy, return_certificate):
+    """The p = 1 branch of :func:`min_norm_interpolant` (arguments checked and scaled)."""
     try:
         try:
             beta, cert = _l1_interpolant(Xn, yn)
@@ -428,7 +471,8 @@ class Certificate(NamedTuple):
         status: the solver's own status message.
         residual: relative primal residual :math:`\|X\beta - y\| / \|y\|` of the returned
             :math:`\beta` on the caller's ``X`` and ``y``, computed exactly (error-free products,
-            exact sums), not counting what rounding :math:`\beta` to float64 leaves
+            exact sums; with its rows divided by powers of two to max 1 when their scales
+            differ by more than 2**20), not counting what rounding :math:`\beta` to float64 leaves
             (entry-wise :math:`\max(0, |X\beta - y| - \epsilon|X||\beta|)`; for an
             ill-conditioned ``X`` the rounded optimum's own residual is far above 1e-9).
         forward_error: estimated relative error :math:`\|\delta\| / \|\beta\|` of the
@@ -478,14 +522,31 @@ def _l1_interpolant(Xn, yn):
     beta = res.x[:d] - res.x[d:]
     lam = np.asarray(res.eqlin.marginals)
     norm1 = float(np.abs(beta).sum())
+    # Xn^T lam in extended precision less its rounding allowance (a tolerance that scales
+    # with |Xn|^T |lam|, large for near-duplicate columns)
+    dual, gap = _l1_dual_check(Xn, yn, beta, lam, norm1)
     cert = Certificate(
         solver="HiGHS", status=str(res.message),
         residual=float(np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn)),
-        dual_infeasibility=float(max(0.0, np.abs(Xn.T @ lam).max() - 1.0)),
-        gap=float(abs(norm1 - yn @ lam) / max(norm1, np.finfo(float).tiny)))
+        dual_infeasibility=dual, gap=gap)
     if not cert.verified():
         raise RuntimeError(f"min_norm_interpolant: the solution does not verify ({cert})")
     return beta, cert
+
+
+def _l1_dual_check(Xn, yn, beta, lam, norm1):
+    """``(dual infeasibility, relative gap)`` of the multipliers ``lam`` for min ||b||_1 s.t.
+    Xn b = yn at ``beta``: ``max(0, |Xn^T lam|_inf - 1)`` with Xn^T lam in extended precision
+    less its rounding allowance (eps |Xn|^T |lam|), and ``|norm1 - yn^T lam| / norm1``."""
+    ld = np.longdouble
+    xl, ll = np.asarray(Xn, dtype=ld), np.asarray(lam, dtype=ld)
+    xtl = np.abs(np.asarray(xl.T @ ll, dtype=np.float64))
+    allow = float(np.finfo(ld).eps) * Xn.shape[0] * np.asarray(np.abs(xl).T @ np.abs(ll),
+                                                                dtype=np.float64)
+    dual = float(max(0.0, np.max(xtl - allow) - 1.0))
+    gap = float(abs(norm1 - float(np.asarray(np.asarray(yn, ld) @ ll, dtype=np.float64)))
+                / max(norm1, np.finfo(float).tiny))
+    return dual, gap
 
 
 def _l1_interpolant_whitened(Xn, yn, first_error):
@@ -577,8 +638,10 @@ def _refine_on_support(beta_scaled, X, y, factor):
         def correction(b):
             r = _exact_residual(XS, b, y)
             d = solve(r)
-            nb = np.linalg.norm(b)
-            fe = float(np.linalg.norm(d) / nb) if nb > 0 else np.inf
+            # scaled norms: np.linalg.norm of entries near 1e-300 underflows to 0 (y = 1e-300
+            # on the row (1e-300, 2e-300, 1) gave an "error" inf at condition number 1)
+            nb = _validate.norm(b)
+            fe = float(_validate.norm(d) / nb) if nb > 0 else np.inf
             return d, (fe if np.isfinite(fe) else np.inf)
 
         lp = beta_scaled[support] * factor
@@ -687,8 +750,8 @@ def _margin_solve(Xn, yn, p, what):
     elif status not in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         raise RuntimeError(f"{what}: solver status {status!r}")
     wv, mult, infeasible = (_margin_whitened if p == 2 else _margin_l1_scaled)(Z, what)
-    if infeasible:
-        raise ValueError("the data (X, y) are not linearly separable through the origin")
+    if infeasible:  # checked independently: not separable, unresolvable, or solver failure
+        raise _unseparable(Z, what)
     checks = _margin_checks(Z, wv, mult, p)
     if max(checks.values()) > _MARGIN_TOL:
         raise RuntimeError(f"{what}: the solution does not verify (relative residuals, tol "
@@ -727,13 +790,85 @@ def _margin_l1_scaled(Z, what):
     d = Z.shape[1]
     res = linprog(np.concatenate([1.0 / c, 1.0 / c]), A_ub=-np.hstack([Zc, -Zc]),
                   b_ub=-np.ones(Z.shape[0]), bounds=(0, None), method="highs")
-    if res.status == 2:
+    if res.status == 2 or res.x is None or res.ineqlin is None:
+        # infeasible, or no solution at all (HiGHS status 4 on rows (1e20, 1), (-1, -1e-20)):
+        # the caller's independent check decides between not separable and solver failure
         return None, None, True
-    if res.x is None or res.ineqlin is None:
-        raise RuntimeError(f"{what}: HiGHS returned no solution (status {res.status}: "
-                           f"{res.message})")
     w = (res.x[:d] - res.x[d:]) / c
     return w, -np.asarray(res.ineqlin.marginals), False
+
+
+_MARGIN_RESOLUTION = 1e-6
+"""Smallest relative margin (of the rows y_n x_n with rows and columns scaled to max 1 by
+powers of two) that the separability tests resolve: the linear programs run at HiGHS's
+feasibility tolerance 1e-7."""
+
+
+def _equilibrate(Z):
+    """Z with rows, then columns, divided by powers of two to max |entry| in [0.5, 1): exact,
+    and positive row and column scalings leave separability (some w with Z w > 0) unchanged.
+    Zero rows and columns are left as they are."""
+    Z = np.asarray(Z, dtype=np.float64)
+    r = _validate.pow2_of(np.where(np.any(Z != 0, axis=1), np.max(np.abs(Z), axis=1), 1.0))
+    Z = Z / r[:, None]
+    c = _validate.pow2_of(np.where(np.any(Z != 0, axis=0), np.max(np.abs(Z), axis=0), 1.0))
+    return Z / c[None, :]
+
+
+def _hull_distance(Z):
+    """``(v, comb)``: ``comb = Z^T a`` for the ``a >= 0``, ``sum a = 1`` that minimizes
+    ``||Z^T a||_inf`` (an LP, HiGHS), recomputed in extended precision, and ``v = ||comb||_2``:
+    an upper bound on the l2 margin ``max_{|w| = 1} min_n z_n . w`` of the rows of ``Z`` (0
+    exactly certifies that no w separates them); ``(nan, None)`` if the LP fails."""
+    from scipy.optimize import linprog
+
+    N, d = Z.shape
+    # variables (a, t): min t s.t. -t <= Z^T a <= t, a >= 0, sum a = 1
+    res = linprog(np.concatenate([np.zeros(N), [1.0]]),
+                  A_ub=np.block([[Z.T, -np.ones((d, 1))], [-Z.T, -np.ones((d, 1))]]),
+                  b_ub=np.zeros(2 * d), A_eq=np.concatenate([np.ones(N), [0.0]])[None, :],
+                  b_eq=[1.0], bounds=(0, None), method="highs")
+    if res.x is None:
+        return float("nan"), None
+    a = np.clip(res.x[:N], 0.0, None)
+    a = a / a.sum()
+    comb = np.asarray(np.asarray(Z, np.longdouble).T @ np.asarray(a, np.longdouble),
+                      dtype=np.float64)
+    return float(np.linalg.norm(comb)), comb
+
+
+def _range_text(Z):
+    """The ratio of the largest to the smallest nonzero |entry|, for messages."""
+    nz = np.abs(np.asarray(Z))[np.asarray(Z) != 0]
+    return f"X's nonzero entries span a ratio {nz.max() / nz.min():.1e}" if nz.size else ""
+
+
+def _unseparable(Z, what):
+    """The error for rows ``Z = y_n x_n`` that a solver found not separable (or failed on),
+    after an independent check, the Farkas alternative on the rows and columns scaled to max 1
+    (:func:`_equilibrate`, :func:`_hull_distance`): a convex combination that is exactly 0
+    certifies that no w separates (ValueError "not linearly separable"); one of norm ``v`` at
+    most :data:`_MARGIN_RESOLUTION` bounds the margin, if any, below what the solvers resolve
+    (ValueError naming X, saying so, not "not separable"); otherwise the solver was wrong
+    (RuntimeError)."""
+    v, comb = _hull_distance(_equilibrate(Z))
+    if comb is None:
+        return RuntimeError(f"{what}: the solver found the data not separable, and the "
+                            f"check of that claim failed too")
+    if v == 0.0:
+        return ValueError("the data (X, y) are not linearly separable through the origin "
+                          "(a convex combination of the rows y_n x_n is exactly 0)")
+    if v <= _MARGIN_RESOLUTION:
+        return ValueError(
+            f"X: the data (X, y) are not linearly separable through the origin, or are "
+            f"separable only with a margin below the resolvable relative size "
+            f"{_MARGIN_RESOLUTION:.0e}: with the rows y_n x_n and the columns scaled to max 1, "
+            f"a convex combination of the rows has norm {v:.1e}, an upper bound on any such "
+            f"margin ({_range_text(Z)}); rescale or regularize X")
+    return RuntimeError(f"{what}: the solver found the data not separable (or failed), but "
+                        f"the convex combinations of the rows y_n x_n (rows and columns scaled "
+                        f"to max 1) stay about {np.max(np.abs(comb)):.1e} away from 0 in every "
+                        f"coordinate direction: solver failure")
 
 
 def max_margin(X, y, p=2):
@@ -752,8 +887,13 @@ def max_margin(X, y, p=2):
         ``(d,)`` float64 JAX array ``w``.
 
     Raises:
-        ValueError: bad shapes or labels, ``p`` not the int 1 or 2, data that are not
-            linearly separable (through the origin), or a classifier outside float64's range
+        ValueError: bad shapes or labels, ``X`` all zero or with only subnormal entries (``max |X|``
+            below 2.2e-308), ``p`` not the int 1 or 2,
+            data that are not linearly separable through the origin (certified by a convex
+            combination of the rows ``y_n x_n`` that is exactly 0), data whose margin, if any,
+            is below the resolvable relative size 1e-6 (a message naming ``X``: a combination
+            of the rows, scaled to max 1, of norm at most 1e-6, e.g. rows (1e20, 1) and
+            (-1, -1e-20)), or a classifier outside float64's range
             (``max |X|`` so small that ``1 / max |X|`` overflows).
         RuntimeError: the solver stopped without reaching optimality, or its answer does not
             verify: every answer is checked against its own constraints and optimality
@@ -768,7 +908,7 @@ def max_margin(X, y, p=2):
         >>> [round(v, 6) for v in max_margin(X, y, p=2).tolist()]
         [1.0, 0.0]
     """
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     y = _validate.labels("y", y, X.shape[0])
     p = _check_p(p)
     if X.shape[0] == 0 or X.shape[1] == 0:

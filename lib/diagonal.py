@@ -385,7 +385,7 @@ def q_D(u, depth=2):
 
 def _check_alpha(alpha):
     _validate.no_prng_key("alpha", alpha, "a positive number or a 1-D array of them")
-    raw = None if isinstance(alpha, bool | str | bytes) else np.asarray(alpha)
+    raw = None if isinstance(alpha, bool | str | bytes) else _validate.concrete("alpha", alpha)
     if raw is not None and (np.iscomplexobj(raw) or not np.issubdtype(raw.dtype, np.number)
                             or raw.dtype == np.bool_):
         raw = None
@@ -487,7 +487,8 @@ def dual_objective(nu, X, y, alpha, depth=2):
 
     Raises:
         ValueError: ``nu``, ``X`` or ``y`` not real numeric, non-finite, or of the wrong
-            rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``alpha`` not a
+            rank or shape (``X`` 2-D, ``nu`` and ``y`` of length ``N``); ``X`` all zero or with only
+            subnormal entries (``max |X|`` below 2.2e-308); ``alpha`` not a
             finite number > 0, or ``alpha**depth`` outside the normal float64 range (overflow
             or subnormal); ``depth`` not an integer in ``[2, MAX_DEPTH]``.
 
@@ -497,7 +498,7 @@ def dual_objective(nu, X, y, alpha, depth=2):
         0.0
     """
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     nu = _validate.as_array("nu", nu, shape=(X.shape[0],))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     alpha = _validate.positive("alpha", alpha)
@@ -637,7 +638,7 @@ class _Info(NamedTuple):
 
 
 def _check_system(X, y):
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     N, d = X.shape
     y = _validate.as_array("y", y, shape=(N,))
     if N < 1 or N >= d:
@@ -684,7 +685,11 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
         depth: int :math:`D \ge 2`.
         tol: required accuracy: the solver aims at :math:`\|X\beta - y\|_2 \le
             10^{-3}` ``tol`` :math:`\|y\|_2` (or until Newton stalls at rounding level) and
-            raises if :math:`\|X\beta - y\|_2 >` ``tol`` :math:`\|y\|_2`.
+            raises if :math:`\|X\beta - y\|_2 >` ``tol`` :math:`\|y\|_2` or if the relative
+            error of :math:`\beta`, estimated as the Newton correction
+            :math:`\|W Q (Q^\top W Q)^{-1} R^{-\top} r\| / \|\beta\|` (:math:`X^\top = QR`,
+            :math:`W = \alpha^D h_D'(X^\top\nu)`, :math:`r = X\beta - y` computed exactly),
+            is above ``tol`` (after a retry on the system with orthonormal rows).
         max_iter: Newton iterations per :math:`\alpha` (a cold start at tiny :math:`\alpha`
             needs about :math:`1.7 \log(1/\alpha)` damped steps for :math:`D = 2`; warm-started
             grid points need a handful).
@@ -695,7 +700,8 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
         given); with ``return_info``, a pair ``(beta, info)``.
 
     Raises:
-        ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d`` and full row
+        ValueError: ``X`` not a finite real ``(N, d)`` array with ``N < d``, or all zero
+            or with only subnormal entries (``max |X|`` below 2.2e-308), or not of full row
             rank with condition number at most 1e12 (rank-deficient, inconsistent, or more
             ill-conditioned systems are refused, each named as such); ``y`` not a finite
             real ``(N,)`` vector or all zero; ``alpha`` not finite and > 0 (a number or a
@@ -708,7 +714,9 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             :math:`(X', y', \alpha (c_x/c_y)^{1/D})`); an ``X`` so ill-conditioned that
             the limit's own rounding, :math:`\epsilon\,\||X||\beta|\| / \|y\|`, is above
             ``tol / 100`` and Newton (also on the equivalent system with orthonormal rows,
-            tried when the first solve fails) does not reach ``tol``.
+            tried when the first solve fails) does not reach ``tol``; an ``X`` for which the
+            estimated error of :math:`\beta` stays above ``tol`` (rows (1, 2, 0.5) and
+            (1, 2, 0.5 + 1e-8) at ``tol = 1e-9``: about 1e-8), with that estimate.
         RuntimeError: Newton's method did not reach ``tol`` (message gives the residual and
             the iterations). A run that uses all ``max_iter`` iterations without reaching its
             aim ``1e-3 tol`` counts as not converged whatever its residual (on an
@@ -808,14 +816,36 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
                 floor = float(np.finfo(float).eps * np.linalg.norm(np.abs(np.asarray(X))
                                                                    @ np.abs(b)) / ynorm)
             if np.all(np.isfinite(b)) and floor > 1e-2 * tol:
-                sv = np.linalg.svd(np.asarray(X), compute_uv=False)
-                raise ValueError(
-                    f"X is too ill-conditioned for tol = {tol:.1e}: condition number "
-                    f"{sv[0] / sv[-1]:.3e}, and the limit for alpha={alphas[k]:.3e} has "
-                    f"max |beta| ~ {np.max(np.abs(b)):.3e}, so rounding beta to float64 "
-                    f"alone leaves a relative residual ~ eps |X| |beta| / |y| = {floor:.1e}; "
-                    f"pass a larger tol (the residual reached is "
-                    f"{res[k] / ynorm:.1e}) or rescale or regularize X")
+                raise _ill_conditioned_limit(
+                    X, tol, alphas[k], f"has max |beta| ~ {np.max(np.abs(b)):.3e}, so rounding "
+                    f"beta to float64 alone leaves a relative residual ~ eps |X| |beta| / |y| "
+                    f"= {floor:.1e} (the residual reached is {res[k] / ynorm:.1e})")
+    if not np.any(bad):
+        # a residual <= tol |y| does not bound the error in beta on an ill-conditioned X (rows
+        # (1, 2, 0.5) and (1, 2, 0.5 + 1e-8), alpha = 1: residual below tol, beta 1.9e-4 off
+        # the limit): estimate the error from the exact residual, retry on orthonormal rows
+        # and refuse what still misses tol
+        betas = np.array(betas)
+        res, its, nus = np.array(res), np.array(its), np.array(nus)
+        fe = _forward_errors(X, y, betas, log_scales, depth, tol)
+        over = ~(fe <= tol) & np.isfinite(fe)
+        if np.any(over) and X.shape[0] > 1:
+            fixed = _whitened_retry(X, y, log_scales[over], depth, tol, max_iter)
+            if fixed is not None:
+                b2, r2, i2, n2, met = fixed
+                f2 = _forward_errors(X, y, b2, log_scales[over], depth, tol)
+                ok = met & (r2 <= tol * ynorm) & (f2 < fe[over])
+                idx = np.flatnonzero(over)[ok]
+                betas[idx], res[idx], its[idx], nus[idx], fe[idx] = (
+                    b2[ok], r2[ok], i2[ok], n2[ok], f2[ok])
+                over = ~(fe <= tol) & np.isfinite(fe)
+        betas = jnp.asarray(betas)
+        if np.any(over):
+            k = int(np.flatnonzero(over)[0])
+            raise _ill_conditioned_limit(
+                X, tol, alphas[k], f"is determined only to relative error ~ {fe[k]:.1e} "
+                f"(estimated from the exact residual {res[k] / ynorm:.1e} through the dual "
+                f"Hessian on orthonormal rows)")
     if np.any(bad):
         k = int(np.flatnonzero(bad)[0])
         raise RuntimeError(
@@ -828,6 +858,123 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             return out, _Info(res[0] / ynorm, its[0], np.asarray(nus[0]))
         return out, _Info(res / ynorm, its, np.asarray(nus))
     return out
+
+
+def _ill_conditioned_limit(X, tol, alpha, detail):
+    """The ValueError of implicit_bias_limit for an X too ill-conditioned for ``tol``."""
+    sv = np.linalg.svd(np.asarray(X), compute_uv=False)
+    return ValueError(f"X is too ill-conditioned for tol = {tol:.1e}: condition number "
+                      f"{sv[0] / sv[-1]:.3e}, and the limit for alpha={alpha:.3e} {detail}; "
+                      f"pass a larger tol or rescale or regularize X")
+
+
+def _dual_weights(betas, log_scales, depth):
+    """W = alpha^D h_D'(h_D^-1(beta / alpha^D)) per entry of ``betas`` (K, d), in NumPy: for
+    D = 2 it is sqrt(beta^2 + 4 alpha^4); for D >= 3 the gap g = 1 - |z| solves
+    g^-k - (2 - g)^-k = |u| (u = beta / alpha^D, k = D / (D - 2)) and lies in
+    [(|u| + 1)^(-1/k), min(1, |u|^(-1/k))], where 60 bisection steps in log g find it to a
+    relative 1e-12 or better (W is only needed to a few digits: it weights an error estimate)."""
+    ls = np.asarray(log_scales, dtype=np.float64)[:, None]
+    with np.errstate(all="ignore"):
+        if depth == 2:
+            return np.hypot(betas, 2.0 * np.exp(ls))
+        k = _exponent(depth)
+        u = np.abs(betas) * np.exp(-ls)
+        lo = -np.log1p(u) / k
+        hi = np.minimum(0.0, -np.log(u) / k)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            g = np.exp(mid)
+            above = g ** -k - (2.0 - g) ** -k > u  # f decreases in g: the root is above mid
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        g = np.exp(0.5 * (lo + hi))
+        return np.exp(ls) * k * (g ** (-k - 1.0) + (2.0 - g) ** (-k - 1.0))
+
+
+def _forward_errors(X, y, betas, log_scales, depth, tol):
+    """Estimated relative error |d| / |beta| of each row of ``betas`` (one per log alpha^D),
+    d = W Q (Q^T W Q)^-1 R^-T r: the Newton correction, on the equivalent system with
+    orthonormal rows (X^T = Q R), for the residual r = X beta - y, W = alpha^D
+    h_D'(h_D^-1(beta / alpha^D)). First order in r, so accurate while it is small; NaN where
+    the estimate is not finite.
+
+    Two passes, so that well-determined limits cost a few small matrix products: all rows at
+    once with r computed in numpy's extended precision and rounded to float64, whose error is
+    at most gamma_{d+1} (|X||beta| + |y|) + eps_64 |r| per entry (gamma_n = n eps / (1 - n
+    eps), eps that of the extended format), carried through the operator's norm as a bound
+    ``unc`` on the change that rounding can make; rows with ``estimate + unc <= tol`` are
+    accepted as they are (the exact estimate is then below tol too), and only the others get
+    r computed exactly (:func:`lib.convex._exact_residual`)."""
+    Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    try:  # not a declared dependency of lib (it comes with the course's environment)
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return _forward_errors_serial(Xa, ya, betas, log_scales, depth, tol)
+    # small factorizations and batched products: one BLAS thread (several, on a loaded
+    # machine, made this 20 times slower: 3.6 s instead of 0.15 s at N = 100, d = 1000)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _forward_errors_serial(Xa, ya, betas, log_scales, depth, tol)
+
+
+def _forward_errors_serial(Xa, ya, betas, log_scales, depth, tol):
+    """:func:`_forward_errors` on float64 arrays (run under a one-thread BLAS limit)."""
+    from scipy.linalg import qr, solve_triangular
+
+    from .convex import _exact_residual
+
+    Q, R = qr(Xa.T, mode="economic")
+    betas = np.asarray(betas, dtype=np.float64)
+    out = np.full(len(betas), np.nan)
+    W = _dual_weights(betas, log_scales, depth)
+    ok = (np.all(np.isfinite(betas), axis=1) & np.any(betas != 0, axis=1)
+          & np.all(np.isfinite(W), axis=1))
+    if not np.any(ok):
+        return out
+    fe, unc = _first_pass(Xa, ya, Q, R, betas[ok], W[ok])
+    done = np.isfinite(fe) & np.isfinite(unc) & (fe + unc <= tol)
+    idx = np.flatnonzero(ok)
+    out[idx[done]] = fe[done]
+    for i in idx[~done]:  # near or above tol: the estimate from the exact residual
+        with np.errstate(all="ignore"):
+            rw = solve_triangular(R, _exact_residual(Xa, betas[i], ya), trans="T")
+            try:
+                dnu = np.linalg.solve((Q.T * W[i]) @ Q, rw)
+            except np.linalg.LinAlgError:
+                continue
+            f = float(np.linalg.norm(W[i] * (Q @ dnu)) / np.linalg.norm(betas[i]))
+        out[i] = f if np.isfinite(f) else np.nan
+    return out
+
+
+def _first_pass(Xa, ya, Q, R, b, w):
+    """The float64 estimates of :func:`_forward_errors` for all rows ``b`` (weights ``w``) at
+    once, and the bound on what rounding of the residual can change in them."""
+    from scipy.linalg import solve_triangular
+
+    d = Xa.shape[1]
+    # r in numpy's extended precision (x86: 64-bit mantissa), its rounding error bounded by
+    # gamma_{d+1} of that format: ~2000 times below float64's, so the fallback is rare
+    ld = np.longdouble
+    eps = float(np.finfo(ld).eps)
+    gamma = (d + 1) * eps / (1.0 - (d + 1) * eps)
+    with np.errstate(all="ignore"):
+        A = (Q.T[None, :, :] * w[:, None, :]) @ Q  # Q^T W Q per row, (K, N, N)
+        try:
+            Ainv = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            Ainv = np.full_like(A, np.nan)
+        r = np.asarray(np.asarray(b, ld) @ np.asarray(Xa, ld).T - np.asarray(ya, ld)[None, :],
+                       dtype=np.float64)
+        rw = solve_triangular(R, r.T, trans="T").T
+        B = w[:, :, None] * (Q[None, :, :] @ Ainv)  # W Q (Q^T W Q)^-1, (K, d, N)
+        bnorm = np.linalg.norm(b, axis=1)
+        fe = np.linalg.norm((B @ rw[:, :, None])[:, :, 0], axis=1) / bnorm
+        rinv = 1.0 / np.linalg.svd(R, compute_uv=False)[-1]
+        # + float64 rounding of r itself (relative eps / 2 per entry)
+        rnd = (gamma * np.linalg.norm(np.abs(b) @ np.abs(Xa).T + np.abs(ya)[None, :], axis=1)
+               + np.finfo(np.float64).eps * np.linalg.norm(r, axis=1))
+        unc = np.linalg.norm(B, axis=(1, 2)) * rinv * rnd / bnorm
+    return fe, unc
 
 
 def _whitened_retry(X, y, log_scales, depth, tol, max_iter):
@@ -1090,7 +1237,7 @@ class DiagonalRun(NamedTuple):
 
 def _run_args(X, y, alpha, depth):
     depth = _check_depth(depth)
-    X = _validate.as_array("X", X, ndim=2)
+    X = _validate.nonzero_matrix("X", _validate.as_array("X", X, ndim=2))
     y = _validate.as_array("y", y, shape=(X.shape[0],))
     alpha = _validate.positive("alpha", alpha, normal=True)
     return X, y, alpha, depth
@@ -1187,7 +1334,8 @@ def gradient_flow_path(X, y, alpha, depth=2, *, target=None, rtol=1e-12, max_seg
         A :class:`DiagonalRun`; ``times`` are flow times of :math:`\dot w = -\nabla L`.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array or all zero; ``y`` not a finite real
+        ValueError: ``X`` not a finite real 2-D array, or all zero or with only subnormal entries
+            (``max |X|`` below 2.2e-308); ``y`` not a finite real
             ``(N,)`` vector or all zero; ``X beta = y`` inconsistent (no zero-loss point), or
             consistent but so ill-conditioned that its float64 least-squares residual
             exceeds 1e-8 (the message says which, with the singular values);
@@ -1321,8 +1469,9 @@ def gradient_descent_path(X, y, alpha, depth=2, *, step_size, num_steps, snapsho
 
     Raises:
         ValueError: ``X`` not 2-D, ``y`` not of shape ``(N,)``, either non-finite or not
-            real numeric; ``alpha`` not a finite number > 0; ``depth`` not an integer
-            ``>= 2``; ``step_size`` not finite and > 0; ``num_steps`` not an integer ``>= 0``;
+            real numeric; ``X`` all zero or with only subnormal entries (``max |X|`` below
+            2.2e-308); ``alpha`` not a finite number > 0; ``depth`` not an integer ``>= 2``;
+            ``step_size`` not finite and > 0; ``num_steps`` not an integer ``>= 0``;
             malformed ``snapshots``; ``on_divergence`` not ``"raise"`` or ``"stop"``; the
             loss not finite at the initialization (e.g. ``alpha**depth`` overflows).
         lib.flows.DivergenceError: the loss or the gradient became non-finite (step too
@@ -1391,9 +1540,14 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     r"""The transition-regime limit of the exponential loss:
     :math:`\arg\min_w Q^D_\mu(w)` s.t. :math:`y_n\langle x_n, w\rangle \ge 1` for all n.
 
-    Moroshko et al. (2020, main result) show that along
-    :math:`\alpha^D / \log(1/\epsilon) \to \mu`, the margin-normalized predictor of the depth-D
-    diagonal network tends to this point (when the support vectors are stable);
+    Moroshko et al. (2020, main result) show that, under a condition "concerning stability of
+    the support vectors" (their words; the condition itself is not in our copy of the paper),
+    the margin-normalized predictor of the depth-D diagonal network tends to this point as the
+    initialization scale and the training accuracy go to their limits together; the pairing
+    :math:`\alpha^D / \log(1/\epsilon) \to \mu` is our reconstruction of that joint limit.
+    A fixed set of support vectors is not enough: the run's dual multipliers can only grow,
+    so the multipliers of the limit must not fall as :math:`\mu` decreases (see the
+    diagonal-classification chapter);
     :math:`Q^D_\mu(w) = \mu\sum_i q_D(w_i/\mu)` is the regularizer of :func:`Q` with
     :math:`\alpha^D` replaced by :math:`\mu`. As :math:`\mu\to\infty` it tends to the
     :math:`\ell_2` max-margin predictor, as :math:`\mu\to 0` to the :math:`\ell_1` (D = 2) one.
@@ -1430,7 +1584,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         ``(d,)`` float64 numpy array ``w`` (and ``lam`` ``(N,)`` with ``return_dual``).
 
     Raises:
-        ValueError: ``X`` empty (no row or column), labels outside {-1, +1}, ``mu`` not a
+        ValueError: ``X`` empty (no row or column) or all zero or with only subnormal entries
+            (``max |X|`` below 2.2e-308), labels outside {-1, +1}, ``mu`` not a
             finite number > 0, ``tol`` not a finite number in (0, 1) (``tol >= 1`` would accept
             :math:`w = 0`),
             ``max_iter`` not an integer in [1, 1e9], ``return_dual`` not a bool, bad shapes, data
@@ -1453,6 +1608,7 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
 
     depth = _check_depth(depth)
     X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
+    X = _validate.nonzero_matrix("X", X)
     y = _validate.labels("y", y, X.shape[0])
     mu = _validate.positive("mu", mu)
     # tol >= 1 would accept w = 0 (margins >= 1 - tol <= 0): an answer that ignores the data
@@ -1778,19 +1934,51 @@ class ExponentialRun(NamedTuple):
 
 def _check_separable(X, y):
     """Refuse data that are not linearly separable through the origin before any training:
-    a feasibility linear program (find w with y_n <x_n, w> >= 1, on X / max|X|) solved by
-    HiGHS. Without it, normalized GD on non-separable data runs every step of every level
-    before failing (the loss is bounded below by a positive value)."""
+    a feasibility linear program (find w with y_n <x_n, w> >= 1) solved by HiGHS on the rows
+    y_n x_n with rows and columns scaled to max 1 by powers of two (which leaves separability
+    unchanged: rows (1, 1e-12) and (-1, 1e-12), margin 1e-12, become (1, 1) and (-1, 1)); a
+    claim of infeasibility is checked by :func:`lib.convex._unseparable`, which tells data
+    that are not separable from a margin too small to resolve. Without this, normalized GD on
+    non-separable data runs every step of every level before failing (the loss is bounded
+    below by a positive value)."""
     from scipy.optimize import linprog
 
+    from .convex import _MARGIN_RESOLUTION, _equilibrate, _hull_distance, _unseparable
+
     A = np.asarray(y)[:, None] * np.asarray(X)
-    A = A / _validate.max_abs(A)
-    res = linprog(np.zeros(A.shape[1]), A_ub=-A, b_ub=-np.ones(A.shape[0]),
+    res = linprog(np.zeros(A.shape[1]), A_ub=-_equilibrate(A), b_ub=-np.ones(A.shape[0]),
                   bounds=(None, None), method="highs")
-    if res.status == 2:
-        raise ValueError("the data (X, y) are not linearly separable through the origin: the "
-                         "exponential loss has a positive infimum, so no accuracy level "
-                         "-log L can be reached")
+    if res.status != 0:
+        err = _unseparable(A, "exponential_loss_path")
+        if isinstance(err, ValueError):
+            raise ValueError(f"{err}: the exponential loss has a positive infimum (or one "
+                             f"reached only at a scale of w beyond float64), so the accuracy "
+                             f"levels -log L cannot be reached") from None
+        raise err
+    # the path itself is not invariant under column scaling: its progress is set by the l2
+    # margin of the rows as given (rows (1, 1e-12) and (-1, 1e-12): 1e-12, far too slow to
+    # follow; the step-resolution check would blame alpha)
+    scale = float(np.max(np.linalg.norm(A / _validate.max_abs(A), axis=1))) * _validate.max_abs(A)
+    v, _ = _hull_distance(A / scale)
+    if v <= _MARGIN_RESOLUTION:
+        raise ValueError(
+            f"X: the data (X, y) are separable only with a margin below the resolvable relative "
+            f"size {_MARGIN_RESOLUTION:.0e}: a convex combination of the rows y_n x_n / max "
+            f"||x_n|| has norm {v:.1e}, an upper bound on their l2 margin, and normalized GD "
+            f"would need of order 1 / margin^2 steps; rescale the columns of X")
+
+
+def _max_accuracy(shape, depth, step):
+    """The largest -log L that normalized GD can reach while its steps stay resolved: the
+    check ``reach >= 1024`` (see :func:`_exponential_loop`; reach = eta D max||x_n|| max_i
+    |u_i|^(D-1) / ulp(u_i), eta = step / M, M >= D^2 |u|_max^(2D-2) max||x_n||^2, ulp(u) >=
+    |u| eps / 2) keeps |u|_max^D <= 2 step / (1024 eps D max||x_n||); then |w_i| <= 2
+    |u|_max^D and -log L <= log N + max||x_n|| ||w||_2 <= log N + 4 sqrt(d) step /
+    (1024 eps D), taken four times larger for the one step between a check and the iterate
+    it admits."""
+    N, d = shape
+    eps = float(np.finfo(np.float64).eps)
+    return float(np.log(N) + 16.0 * np.sqrt(d) * step / (_MIN_ULPS_PER_STEP * eps * depth))
 
 
 def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=0.25,
@@ -1846,20 +2034,27 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
         :math:`\le \log N`), never a division by a non-positive margin.
 
     Raises:
-        ValueError: ``X`` not a finite real 2-D array with at least one row and column;
-            ``y`` not in {-1, +1}^N; ``alpha`` not finite and > 0 or subnormal; ``depth``
+        ValueError: ``X`` not a finite real 2-D array with at least one row and column, or
+            all zero or with only subnormal entries (``max |X|`` below 2.2e-308); ``y`` not in {-1,
+            +1}^N; ``alpha`` not finite and > 0 or subnormal; ``depth``
             not an integer >= 2; ``accuracies`` not a non-empty 1-D array of finite real
             numbers (bools, strings, None and complex are refused), increasing, > 0 and
-            normal (not subnormal); ``step`` not in (0, 0.5] or subnormal; ``max_ratio``
-            not > 1 or so close to 1 that the accuracies need more than 100 000
+            normal (not subnormal), or above the most that resolved steps can reach,
+            :math:`\log N + 16\sqrt d\,\mathtt{step} / (1024\,\epsilon D)` (about 1e13 for
+            small ``d``; see ``_max_accuracy``); ``step`` not in (0, 0.5] or subnormal;
+            ``max_ratio`` not > 1 or so close to 1 that the accuracies need more than 100 000
             checkpoints; ``max_steps`` not an integer >= 1; data ``(X, y)`` that are not
             linearly separable through the origin (checked first, by a feasibility linear
-            program); a curvature bound :math:`M` that overflows (``X`` or ``alpha`` too
-            large); a step that moves :math:`u` by fewer than 1024 units in the last place
-            (rounding would distort the path by more than about 1e-4, and below half a unit
-            :math:`u` never moves), checked at the start and, later, for the move at the
-            largest gradient the data allow (near a saddle point the gradient is small
-            without any loss of resolution). The message names the argument at fault:
+            program on rows and columns scaled to max 1, a claim of infeasibility checked by
+            its Farkas alternative) or whose l2 margin relative to max ||x_n|| is at most
+            1e-6 (message naming ``X``; e.g. rows (1, 1e-12) and (-1, 1e-12), margin 1e-12,
+            would need of order 1e24 steps); a curvature bound :math:`M` that overflows
+            (``X`` or ``alpha`` too large); a step that moves :math:`u` by fewer than 1024
+            units in the last place (rounding would distort the path by more than about
+            1e-4, and below half a unit :math:`u` never moves), checked at the start and,
+            later, for the move at the largest gradient the data allow (near a saddle
+            point the gradient is small without any loss of resolution). The message
+            names the argument at fault:
             ``alpha`` (or the scale of ``X``) when this happens at the start even at
             ``step = 0.5``, roughly when ``depth * alpha**depth * max ||x_n|| > 1e11``;
             ``step`` when a larger step would be resolved; ``accuracies`` when :math:`u`
@@ -1882,6 +2077,7 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     """
     depth = _check_depth(depth)
     X = _validate.nonempty("X", _validate.as_array("X", X, ndim=2))
+    X = _validate.nonzero_matrix("X", X)
     y = _validate.labels("y", y, X.shape[0])
     alphas = _check_alpha(alpha)
     scalar = alphas.ndim == 0
@@ -1897,6 +2093,14 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     step = _validate.positive("step", step, normal=True)
     if step > 0.5:
         raise ValueError(f"step must be in (0, 0.5], got {step}")
+    top = _max_accuracy(X.shape, depth, step)
+    if acc[-1] > top:
+        # beyond it the resolution check stops every run first, after minutes of steps
+        raise ValueError(
+            f"accuracies must be at most {top:.3e} for X of shape {tuple(X.shape)}, "
+            f"depth={depth}, step={step} (got {acc[-1]:.3e}): a step resolved to 1024 units "
+            f"in the last place keeps |u|^depth below 2 step / (1024 eps depth max ||x_n||), "
+            f"so -log L = log N + max_n y_n <x_n, w> cannot exceed that bound")
     max_ratio = _validate.positive("max_ratio", max_ratio)
     if max_ratio <= 1:
         raise ValueError(f"max_ratio must be > 1, got {max_ratio}")
@@ -1927,9 +2131,10 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
                                  jnp.float64(step), jnp.float64(xmax), jnp.int64(max_steps))
     s = {key: np.asarray(v) for key, v in s.items()}
     status = s["status"]
+    settings = _PathSettings(depth, step, xmax, acc, levels, max_steps)
     for b in np.flatnonzero(status != _DONE):
-        _raise_exponential_failure(s, b, int(status[b]), float(alphas[b]), depth, step, xmax, acc,
-                                   levels, max_steps)
+        _raise_exponential_failure({key: v[b] for key, v in s.items()}, float(alphas[b]),
+                                   settings)
     w = s["rec_w"]
     margin = np.min(np.einsum("nd,bkd->bkn", A, w), axis=-1)
     # checked after the fact: each returned w reaches its accuracy (log L recomputed from w)
@@ -1954,17 +2159,29 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     return res
 
 
-def _raise_exponential_failure(s, b, status, alpha, depth, step, xmax, acc, levels,
-                               max_steps):
-    """The error of run ``b`` of exponential_loss_path, naming the argument at fault."""
-    k, f, t = int(s["k"][b]), float(s["f"][b]), float(s["t"][b])
+class _PathSettings(NamedTuple):
+    """What exponential_loss_path was asked for, shared by its runs (for error messages)."""
+    depth: int
+    step: float
+    xmax: float
+    acc: np.ndarray
+    levels: np.ndarray
+    max_steps: int
+
+
+def _raise_exponential_failure(run, alpha, settings):
+    """The error of one run of exponential_loss_path (``run``: its final loop state, one
+    value per key; ``alpha``: its scale), naming the argument at fault."""
+    depth, step, xmax, acc, levels, max_steps = settings
+    status = int(run["status"])
+    k, f, t = int(run["k"]), float(run["f"]), float(run["t"])
     where = (f"alpha={alpha!r}, depth={depth}, max ||x_n|| = {xmax:.3e}: after {k} steps "
              f"(flow time {t:.4g}), log L = {f:.6g}")
     if status == _OVERFLOW:
         raise ValueError(
             f"the curvature bound of log L overflows float64 ({where}): rescale X or alpha")
     if status == _RESOLUTION:
-        ulps = float(s["ulps"][b])
+        ulps = float(run["ulps"])
         need = f"at least {_MIN_ULPS_PER_STEP} are needed for a path accurate to about 1e-4"
         if ulps * 0.5 / step >= _MIN_ULPS_PER_STEP:
             raise ValueError(
@@ -1986,7 +2203,7 @@ def _raise_exponential_failure(s, b, status, alpha, depth, step, xmax, acc, leve
         nxt = float(levels[np.searchsorted(levels, -f, side="right")])
         target = float(acc[np.searchsorted(acc, nxt)])
         half = max_steps - max_steps // 2
-        rise = float(s["f_mid"][b]) - f
+        rise = float(run["f_mid"]) - f
         more = (nxt + f) / rise * half if rise > 0 else np.inf
         head = (f"exponential_loss_path: -log L did not reach the checkpoint {nxt:.4g} (on the "
                 f"way to accuracy {target:.4g}) within max_steps={max_steps} steps ({where}); "
@@ -2005,9 +2222,9 @@ def _raise_exponential_failure(s, b, status, alpha, depth, step, xmax, acc, leve
     if status == _ASCENT:
         raise RuntimeError(
             f"exponential_loss_path: log L increased from {f:.17g} to "
-            f"{float(s['f_new'][b]):.17g} at a step of step / M = "
-            f"{step / float(s['bound'][b]):.3g} ({where}): the curvature bound M = "
-            f"{float(s['bound'][b]):.3g} is not a bound here (a bug; please report)")
+            f"{float(run['f_new']):.17g} at a step of step / M = "
+            f"{step / float(run['bound']):.3g} ({where}): the curvature bound M = "
+            f"{float(run['bound']):.3g} is not a bound here (a bug; please report)")
     raise RuntimeError(
         f"exponential_loss_path: log L or u became non-finite at a step ({where}; "
-        f"curvature bound {float(s['bound'][b]):.3g}, next log L {float(s['f_new'][b])!r})")
+        f"curvature bound {float(run['bound']):.3g}, next log L {float(run['f_new'])!r})")

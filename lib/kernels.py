@@ -5,14 +5,16 @@ Two questions recur whenever training is compared with a kernel method:
 * *What does the kernel method predict?* Gradient descent from 0 on the square loss of a linear
   model :math:`f(x) = \langle w, \phi(x)\rangle` converges to the interpolant of minimal
   norm, :math:`f^\star(x) = K(x, X)\, K(X, X)^{-1} y`, the minimum-RKHS-norm interpolant of the
-  kernel :math:`K(x, x') = \langle\phi(x), \phi(x')\rangle` (Chizat, Oyallon & Bach 2019,
-  Sec. 2; Woodworth et al. 2020, Sec. 3). With a ridge :math:`\lambda > 0` it is kernel ridge
+  kernel :math:`K(x, x') = \langle\phi(x), \phi(x')\rangle` (Chizat, Oyallon & Bach 2019;
+  Woodworth et al. 2020, Sec. 3). With a ridge :math:`\lambda > 0` it is kernel ridge
   regression. :func:`kernel_regression` returns the coefficients :math:`c` with
   :math:`f^\star = K(\cdot, X)\, c`; :func:`rkhs_norm` its norm :math:`\sqrt{c^\top K c}`.
 * *Has the kernel moved?* :func:`relative_kernel_change` measures
   :math:`\|K_1 - K_0\|_F / \|K_0\|_F` and :func:`kernel_distance` the scale-free
   :math:`1 - \langle K_0, K_1\rangle_F / (\|K_0\|_F \|K_1\|_F)` (Fort et al. 2020, Sec. 4).
-  Both are near 0 in the lazy regime and of order 1 in the rich regime.
+  Both are near 0 in the lazy regime. In the rich regime the change is large; the distance,
+  blind to changes of scale, can stay small (a kernel that grows without turning has
+  distance 0), so only a large distance is informative.
 
 Nothing here depends on where the kernel matrix comes from: an empirical tangent kernel
 (:func:`lib.empirical_ntk`), the closed-form :func:`lib.relu_ntk`, or any Gram matrix.
@@ -41,7 +43,7 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
     With ``ridge = 0`` this is the minimum-RKHS-norm interpolant
     :math:`c = K^{+} y` (pseudo-inverse on the eigenvalues above ``rcond * max eigenvalue``),
     the limit of gradient flow on the square loss of the linear model with features
-    :math:`\phi` from zero (Chizat, Oyallon & Bach 2019, Sec. 2). With ``ridge > 0`` it is
+    :math:`\phi` from zero (Chizat, Oyallon & Bach 2019). With ``ridge > 0`` it is
     kernel ridge regression :math:`c = (K + \lambda I)^{-1} y`.
 
     Args:
@@ -262,15 +264,14 @@ def _pair(K0, K1):
 def relative_kernel_change(K0, K1) -> float:
     r"""Relative change :math:`\|K_1 - K_0\|_F / \|K_0\|_F` of a kernel matrix.
 
-    The kernel (lazy) regime is where the tangent kernel barely moves during training:
-    this ratio is at most :math:`O(1/\alpha)` for the scaled model :math:`\alpha h` with a
-    smooth ``h`` (Chizat, Oyallon & Bach 2019, Sec. 2-3; Jacot et al. 2018, Theorem 2). For a
-    width-``m`` two-layer ReLU network with :math:`1/\sqrt m` output scaling it is of order
-    :math:`m^{-1/2}`, but not as the first-order effect of the moving weights: with a symmetric
-    (paired) initialization the first-order change cancels exactly, and with the activation
-    pattern frozen the change is :math:`O(m^{-1})`. The :math:`m^{-1/2}` comes from activation
-    flips, units whose pre-activation :math:`b_j^\top x` changes sign (measured in the
-    lazy-training chapter, Experiment 2).
+    The kernel (lazy) regime is where the tangent kernel barely moves during training. For the
+    scaled model :math:`\alpha h` with a smooth ``h`` and :math:`\alpha h(\theta_0)` bounded,
+    the parameters move by :math:`O(1/\alpha)` (Chizat 2020, blog Sec. 6), hence so does the
+    tangent kernel of ``h``. For a width-``m`` two-layer ReLU network with :math:`1/\sqrt m`
+    output scaling the lazy-training chapter (Experiment 2, symmetric initialization) measures
+    a change of order :math:`m^{-1/2}` overall; with the activation pattern frozen at
+    initialization the change scales like :math:`m^{-1}`, and the :math:`m^{-1/2}` comes from
+    activation flips, units whose pre-activation :math:`b_j^\top x` changes sign.
 
     Args:
         K0: ``(n1, n2)`` reference kernel matrix (typically at initialization), not all zero.

@@ -1,14 +1,16 @@
 r"""Lazy training: train a scaled model :math:`\alpha h(\theta)` and measure how lazy it was.
 
-Chizat, Oyallon & Bach (2019, Sec. 2) and Chizat (2020, blog Sec. 6) study gradient
+Chizat, Oyallon & Bach (2019) and Chizat (2020, blog Sec. 6) study gradient
 descent on :math:`L_\alpha(\theta) = R(\alpha h(\theta))` with step :math:`\eta/\alpha^2`:
 
 .. math::
     \theta_{k+1} = \theta_k - \frac{\eta}{\alpha}\, Dh(\theta_k)^\top \nabla R(\alpha h(\theta_k)).
 
-The parameters move by :math:`O(1/\alpha)` while the predictor :math:`\alpha h` moves by
-:math:`O(1)`; as :math:`\alpha\to\infty` training the model is the same as training its
-linearization, i.e. kernel regression with the tangent kernel at initialization.
+When :math:`\alpha h(\theta_0)` stays bounded (e.g. :math:`h(\theta_0) = 0`), the parameters
+move by :math:`O(1/\alpha)` while the predictor :math:`\alpha h` moves by :math:`O(1)`; as
+:math:`\alpha\to\infty` training the model approaches training its linearization, i.e. kernel
+gradient descent with the tangent kernel at initialization, started from the initial function
+and stopped at the same time.
 
 * :func:`scaled_square_loss` builds :math:`L(\theta, \alpha) = \frac{1}{2n}\sum_i
   (\alpha h(\theta, x_i) - y_i)^2`, with :math:`\alpha` passed as ``loss_args`` so one
@@ -152,11 +154,13 @@ def train_sweep(model: Callable, params0: PyTree, X, y, *, alphas, step_sizes, n
     r"""Gradient descent on :math:`\frac{1}{2n}\sum_i (\alpha_b h(\theta, x_i) - y_i)^2` for a
     batch of runs :math:`b = 1, \dots, B`, each with its own scale and step.
 
-    This is the experiment of Chizat, Oyallon & Bach (2019, Sec. 2): with step
+    This is the experiment of Chizat, Oyallon & Bach (2019): with step
     ``eta / alpha**2`` the predictor :math:`\alpha h` follows the same time scale for every
     :math:`\alpha`, and as :math:`\alpha` grows the run approaches the run of the
-    linearization (``linearized=True``), kernel regression with the tangent kernel at
-    ``params0``. A fixed-step loop (``lax.fori_loop`` inside ``lax.scan``) vmapped over the runs
+    linearization (``linearized=True``), kernel gradient descent with the tangent kernel at
+    ``params0`` from the initial function (the limit needs :math:`\alpha h(\theta_0)` bounded,
+    e.g. a symmetric initialization). A fixed-step loop (``lax.fori_loop`` inside
+    ``lax.scan``) vmapped over the runs
     and compiled once per model, shapes and schedule: a new data set, new scales or new steps of
     the same shapes reuse the compiled code. (For snapshots on a log scale, early stopping or
     other losses, use :func:`lib.gradient_descent_sweep`.)
@@ -310,7 +314,8 @@ def relative_movement(params0: PyTree, params: PyTree) -> float:
     r"""Relative parameter movement :math:`\|\theta - \theta_0\| / \|\theta_0\|` (Euclidean norm
     over all leaves).
 
-    In the lazy regime it is :math:`O(1/\alpha)` (Chizat, Oyallon & Bach 2019, Sec. 2).
+    In the lazy regime (scale :math:`\alpha \to \infty` with :math:`\alpha h(\theta_0)`
+    bounded) it is :math:`O(1/\alpha)` (Chizat 2020, blog Sec. 6).
 
     Args:
         params0: reference parameters (not all zero).
@@ -363,10 +368,15 @@ def laziness(model: Callable, params0: PyTree, params: PyTree, X) -> Laziness:
     r"""Answer "is my run lazy?": parameter movement and tangent-kernel change between two states.
 
     The tangent kernels :math:`K_0, K_1` are the empirical tangent kernels of ``model`` at
-    ``params0`` and ``params`` on the inputs ``X`` (:func:`lib.empirical_ntk`). A run is in the
-    kernel regime when ``kernel_change`` (and ``kernel_distance``) stay small, say below 0.1:
-    then the trained model is close to kernel regression with :math:`K_0`
-    (Chizat, Oyallon & Bach 2019, Sec. 2; Fort et al. 2020).
+    ``params0`` and ``params`` on the inputs ``X`` (:func:`lib.empirical_ntk`). This function
+    only measures; it gives no verdict. A small ``kernel_change`` is necessary for the run to
+    follow kernel gradient descent with :math:`K_0` (from the initial function, stopped at the
+    same time), not sufficient: with an initial function that grows with the output scale, or
+    at moderate scale, the kernel can change by a few percent while the outputs are several
+    percent away from the kernel method (lazy-training chapter, "Is my run lazy?"). To decide,
+    compare the outputs with those of the kernel method. A small ``kernel_distance`` says even
+    less: it ignores changes of scale, so a kernel that grows a lot without turning has
+    distance 0; only a large distance is informative (the run is not lazy).
 
     Args:
         model: ``h(params, x)`` with scalar output (an overall output scale does not matter:

@@ -189,7 +189,7 @@ def f1_path_norm(params, output_scale: float = 1.0):
     ma, ea = np.frexp(np.abs(np.asarray(a)))
     nb, eb = _validate.row_norms_pow2(B)
     ms, es = np.frexp(s)
-    out = _validate.pow2_sum(ma * nb * ms / a.shape[0], ea + eb + es)
+    out = _validate.pow2_total(ma * nb * ms / a.shape[0], ea + eb + es)
     if not np.isfinite(out):
         raise ValueError(f"the path norm overflows float64 (output_scale = {s:.3e}, "
                          f"max |params['a']| = {_validate.max_abs(a):.3e}, max |params['B']| = "

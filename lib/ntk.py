@@ -6,13 +6,15 @@ tangent kernel at parameters :math:`\theta` is
 .. math::
     K_\theta(x, x') = \langle \nabla_\theta f(\theta, x), \nabla_\theta f(\theta, x') \rangle,
 
-(Jacot et al. 2018; Chizat, Oyallon & Bach 2019, Sec. 2). Training the *linearization*
+(Jacot et al. 2018; Chizat, Oyallon & Bach 2019). Training the *linearization*
 
 .. math::
     \bar f(\theta, x) = f(\theta_0, x)
         + \langle \nabla_\theta f(\theta_0, x), \theta - \theta_0\rangle
 
-by gradient descent on the square loss is kernel regression with :math:`K_{\theta_0}`; the kernel
+by gradient descent on the square loss is kernel gradient descent with :math:`K_{\theta_0}`
+from the initial function :math:`f(\theta_0, \cdot)` (converging, from
+:math:`f(\theta_0, \cdot) = 0`, to the minimum-norm kernel interpolant); the kernel
 (lazy) regime is when training the model itself stays close to training its linearization.
 
 The kernel is computed from Jacobians of chunks of the inputs, so that memory stays bounded by
@@ -131,7 +133,7 @@ def linearize(f: Callable, params0: PyTree) -> Callable:
 
     computed with one ``jax.jvp`` (no Jacobian is formed). Its tangent kernel is
     :math:`K_{\theta_0}` at every :math:`\theta`, which is what makes training it a kernel method
-    (Chizat, Oyallon & Bach 2019, Sec. 2).
+    (Chizat, Oyallon & Bach 2019).
 
     Args:
         f: model ``f(params, x)``, any output shape (scalar outputs are not required here).
@@ -192,9 +194,11 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
 
     For :math:`f(\theta, x) = \frac{1}{\sqrt m}\sum_j a_j (b_j^\top x)_+` with :math:`b_j`
     uniform on the sphere :math:`\mathbb{S}^{d-1}` and :math:`|a_j| = \kappa` (the
-    initialization of :func:`lib.init_two_layer` with ``output_scale=sqrt(m)``), the empirical
-    tangent kernel converges as :math:`m \to \infty` to (Jacot et al. 2018, Theorem 1;
-    Chizat 2020, blog Sec. 6)
+    initialization of :func:`lib.init_two_layer` with ``scale=1``, evaluated by
+    :func:`lib.two_layer` with ``output_scale=sqrt(m)``), the empirical tangent kernel is an
+    average of :math:`m` i.i.d. terms and converges as :math:`m \to \infty`, by the law of
+    large numbers, to (Chizat 2020, blog Sec. 6; Jacot et al. 2018, Theorem 1, prove the
+    analogous limit for Gaussian weights)
 
     .. math::
         K_\kappa(x, x') = \frac{\|x\|\,\|x'\|}{2\pi d}\,\big(\sin\varphi
@@ -212,8 +216,8 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
 
     On the sphere without a bias coordinate this kernel is not universal: its Legendre
     coefficients of odd degree :math:`\ge 3` vanish (Bietti & Mairal 2019). With a constant
-    coordinate appended to the inputs every degree has a positive coefficient (both measured
-    in the lazy-training chapter, Experiment 5).
+    coordinate appended to the inputs every degree up to 12 has a positive coefficient (both
+    measured in the lazy-training chapter, Experiment 5, at :math:`d = 3`, degrees 0 to 12).
 
     Args:
         x1: ``(n1, d)`` float inputs (``d >= 2``; append a constant coordinate for a bias).

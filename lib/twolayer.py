@@ -14,8 +14,9 @@ At initialization the input weights :math:`b_j` are uniform on the unit sphere
 :math:`\mathbb{S}^{d-1}` (so that :math:`\mathbb{E}[b b^\top] = I/d`) and the output weights are
 :math:`a_j = \kappa \epsilon_j` with random signs :math:`\epsilon_j`. With ``symmetric=True`` the
 units come in pairs :math:`(a_j, b_j), (-a_j, b_j)`, so the network is 0 at initialization (up
-to the rounding of the sum) whatever the scale (the *unbiased* initialization of Chizat, Oyallon &
-Bach 2019 and Woodworth et al. 2020, Sec. 3) while its tangent kernel is unchanged in expectation
+to the rounding of the sum) whatever the scale (the *unbiased* initialization that Woodworth
+et al. 2020, Sec. 3, attribute to Chizat, Oyallon & Bach 2019) while its tangent kernel is
+unchanged in expectation
 (its fluctuations come from m/2 independent pairs instead of m units).
 """
 
@@ -43,7 +44,7 @@ def init_two_layer(key, d: int, width: int, *, kappa: float = 1.0, scale: float 
         key: a ``jax.random`` key.
         d: input dimension (>= 1), including a bias coordinate if the data carry one.
         width: number of hidden units ``m`` (>= 1; even when ``symmetric=True``).
-        kappa: output-weight scale :math:`\kappa > 0`: :math:`|a_j| = \kappa`.
+        kappa: output-weight scale :math:`\kappa > 0`: :math:`|a_j| = \kappa` times ``scale``.
         scale: multiplies both layers (the initialization scale :math:`\sigma > 0`).
         symmetric: pair units with opposite output weights so that :math:`f(\theta_0) = 0`.
 
@@ -249,19 +250,6 @@ def _finite_output(out, inputs, scaled=None, subnormal=None):
                      "weights or output_scale too large)")
 
 
-def _pow2_sum(mant, exp, axis):
-    """``sum(mant * 2**exp)`` along ``axis`` as ``(m, e)`` with the value ``m * 2**e``: each
-    term is shifted relative to the largest exponent along the axis, so nothing overflows and
-    only terms below 2**-1074 times the largest one are lost (negligible beside it)."""
-    live = mant != 0
-    top = np.max(np.where(live, exp, np.iinfo(np.int64).min), axis=axis, keepdims=True)
-    top = np.where(top == np.iinfo(np.int64).min, 0, top)
-    with np.errstate(under="ignore"):
-        total = np.sum(np.ldexp(mant, np.where(live, exp - top, 0)), axis=axis)
-    m, e = np.frexp(total)
-    return m, e + np.squeeze(top, axis=axis)
-
-
 def _scaled_output(a, B, X, s):
     """s/m sum_j a_j relu(b_j^T x) for each row x of X, every product and sum carried as a
     mantissa and a power of two (numpy's frexp), so that no intermediate overflows, underflows
@@ -274,9 +262,10 @@ def _scaled_output(a, B, X, s):
     out = np.empty(X.shape[0])
     for k, x in enumerate(X):  # one input at a time: an (m, d) block of products
         mx, ex = np.frexp(x)
-        zm, ze = _pow2_sum(mb * mx[None, :], eb.astype(np.int64) + ex[None, :], axis=1)
+        zm, ze = _validate.pow2_sum(mb * mx[None, :], eb.astype(np.int64) + ex[None, :], axis=1)
         zm = np.maximum(zm, 0.0)  # the ReLU acts on the sign of the mantissa
-        om, oe = _pow2_sum((ma * zm)[None, :], (ea.astype(np.int64) + ze)[None, :], axis=1)
+        om, oe = _validate.pow2_sum((ma * zm)[None, :], (ea.astype(np.int64) + ze)[None, :],
+                                    axis=1)
         with np.errstate(over="ignore", under="ignore"):
             out[k] = np.ldexp(om[0] * sm / a.shape[0], int(oe[0]) + int(se))
     return out

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import jupytext
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -37,9 +38,16 @@ def convert():
     return NBTEST
 
 
+def cell_timeout() -> int:
+    """The build's per-cell timeout (``execute: timeout`` in _config.yml), so that raising it
+    there for a loaded machine reaches the tests too."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text()) or {}
+    return int((config.get("execute") or {}).get("timeout", 180))
+
+
 # How chapters are executed: nbval in the current environment, judged by the build's rules, with
-# the build's per-cell timeout (execute: timeout in _config.yml).
-NBVAL_ARGS = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=180",
+# the build's per-cell timeout.
+NBVAL_ARGS = ["--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={cell_timeout()}",
               "-p", "nbval_build_rules"]
 
 

@@ -438,12 +438,17 @@ def test_kernel_regression_ridge_underflow_names_ridge():
 
 def test_extreme_scale_messages_name_the_arguments():
     X1s = np.array([[1.0, 2.0]])
-    with pytest.raises(ValueError, match="max-margin classifier is outside.*max \\|X\\|"):
-        convex.max_margin(1e-310 * X1s, [1.0])
-    with pytest.raises(ValueError, match="max \\|y\\| / max \\|X\\| = 1.000e\\+00 / 2.000e-310"):
-        convex.min_norm_interpolant(1e-310 * X1s, [1.0])
+    # a subnormal X is refused by name first (issue 21 round 11); with a normal X the
+    # out-of-range results name X and y (1e10 / 2e-300 overflows float64)
+    for call in (lambda X: convex.max_margin(X, [1.0]),
+                 lambda X: convex.min_norm_interpolant(X, [1.0]),
+                 lambda X: diagonal.implicit_bias_limit(X, [1.0], 1.0)):
+        with pytest.raises(ValueError, match=r"^X has only subnormal entries"):
+            call(1e-310 * X1s)
+    with pytest.raises(ValueError, match="max \\|y\\| / max \\|X\\| = 1.000e\\+10 / 2.000e-300"):
+        convex.min_norm_interpolant(1e-300 * X1s, [1e10])
     with pytest.raises(ValueError, match="alpha, X and y are out of range together"):
-        diagonal.implicit_bias_limit(1e-310 * X1s, [1.0], 1.0)
+        diagonal.implicit_bias_limit(1e-300 * X1s, [1e10], 1e-3)
 
 
 def test_laziness_names_its_own_arguments():
@@ -1720,3 +1725,147 @@ def test_lazy_train_initial_loss_overflow_names_alpha_not_the_step():
                          num_steps=3)
     run = lazy.train(model, np.ones(2), X, y, alpha=1e100, step_size=1e-201, num_steps=3)
     assert np.isfinite(float(run.losses[0]))
+
+
+def _x_slot_calls():
+    """(name, call) for every public function of lib.diagonal and lib.convex with an X
+    argument: call(X) runs it with valid values elsewhere (X of shape (2, 3))."""
+    y, yc = np.array([1.0, -1.0]), np.array([1.0, -1.0])
+    return [
+        ("dual_objective", lambda X: diagonal.dual_objective(np.ones(2), X, y, 1.0)),
+        ("implicit_bias_limit", lambda X: diagonal.implicit_bias_limit(X, y, 1.0)),
+        ("gradient_flow_path", lambda X: diagonal.gradient_flow_path(X, y, 1.0)),
+        ("gradient_descent_path", lambda X: diagonal.gradient_descent_path(
+            X, y, 1.0, step_size=0.01, num_steps=3)),
+        ("margin_limit", lambda X: diagonal.margin_limit(X, yc, 0.1)),
+        ("exponential_loss_path", lambda X: diagonal.exponential_loss_path(X, yc, 1.0)),
+        ("min_norm_interpolant p=2", lambda X: convex.min_norm_interpolant(X, y, 2)),
+        ("min_norm_interpolant p=1", lambda X: convex.min_norm_interpolant(X, y, 1)),
+        ("max_margin p=1", lambda X: convex.max_margin(X, yc, 1)),
+        ("max_margin p=2", lambda X: convex.max_margin(X, yc, 2)),
+    ]
+
+
+@pytest.mark.parametrize("scale, why", [(0.0, "must have at least one nonzero entry, got all "
+                                               "zeros"),
+                                        (1e-310, r"has only subnormal entries \(max \|X\| = "
+                                                 r"2\.000e-310")])
+@pytest.mark.parametrize("name, call", _x_slot_calls(), ids=lambda v: v if isinstance(v, str)
+                         else "")
+def test_zero_or_subnormal_x_is_refused_by_name(name, call, scale, why):
+    # issue 21 round 11 (D): an all-zero X reached linprog's own error (or ran), a subnormal X
+    # was blamed on alpha ("a step moves u by nan units"); both are refused naming X first.
+    # Premise: 1e-310 * 2 is subnormal (below the smallest normal float64)
+    assert 0 < 2e-310 < np.finfo(np.float64).tiny
+    X = np.array([[1.0, 2.0, 0.5], [2.0, -1.0, 1.0]]) * scale
+    with pytest.raises(ValueError, match=rf"^X {why}"):
+        call(X)
+
+
+def _array_slot_calls():
+    """(slot, name, call) for the public array arguments: call(v) runs the function with v in
+    that slot and valid values elsewhere."""
+    X2 = np.array([[1.0, 2.0], [2.0, 0.5]])
+    X13 = np.array([[1.0, 2.0, 0.5]])
+    y2, yc, y1 = np.array([1.0, 2.0]), np.array([1.0, -1.0]), np.array([1.0])
+    K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    p2 = {"a": np.ones(2), "B": np.ones((2, 2))}
+    atoms = parity.parity_atoms(2, [0], 0.5)
+
+    def model(q, x):
+        return jnp.dot(q["w"], x)
+
+    q0 = {"w": np.ones(2)}
+    return [
+        ("h_D z", "z", lambda v: diagonal.h_D(v)),
+        ("H_D z", "z", lambda v: diagonal.H_D(v)),
+        ("h_D_inverse u", "u", lambda v: diagonal.h_D_inverse(v)),
+        ("q_D u", "u", lambda v: diagonal.q_D(v)),
+        ("Q beta", "beta", lambda v: diagonal.Q(v, 1.0)),
+        ("dual_objective nu", "nu", lambda v: diagonal.dual_objective(v, X13, y1, 1.0)),
+        ("dual_objective X", "X", lambda v: diagonal.dual_objective(np.ones(1), v, y1, 1.0)),
+        ("dual_objective y", "y", lambda v: diagonal.dual_objective(np.ones(1), X13, v, 1.0)),
+        ("implicit_bias_limit X", "X", lambda v: diagonal.implicit_bias_limit(v, y1, 1.0)),
+        ("implicit_bias_limit y", "y", lambda v: diagonal.implicit_bias_limit(X13, v, 1.0)),
+        ("implicit_bias_limit alpha", "alpha", lambda v: diagonal.implicit_bias_limit(
+            X13, y1, v)),
+        ("gradient_flow_path X", "X", lambda v: diagonal.gradient_flow_path(v, y2, 1.0)),
+        ("gradient_flow_path y", "y", lambda v: diagonal.gradient_flow_path(X2, v, 1.0)),
+        ("gradient_descent_path X", "X", lambda v: diagonal.gradient_descent_path(
+            v, y2, 1.0, step_size=0.01, num_steps=2)),
+        ("margin_limit X", "X", lambda v: diagonal.margin_limit(v, yc, 0.1)),
+        ("margin_limit y", "y", lambda v: diagonal.margin_limit(X2, v, 0.1)),
+        ("exponential_loss_path X", "X", lambda v: diagonal.exponential_loss_path(
+            v, np.ones(2), 1.0)),
+        ("exponential_loss_path alpha", "alpha", lambda v: diagonal.exponential_loss_path(
+            X2, np.ones(2), v)),
+        ("exponential_loss_path accuracies", "accuracies",
+         lambda v: diagonal.exponential_loss_path(X2, np.ones(2), 1.0, accuracies=v)),
+        ("min_norm_interpolant X", "X", lambda v: convex.min_norm_interpolant(v, y1)),
+        ("min_norm_interpolant y", "y", lambda v: convex.min_norm_interpolant(X13, v)),
+        ("max_margin X", "X", lambda v: convex.max_margin(v, yc)),
+        ("max_margin y", "y", lambda v: convex.max_margin(X2, v)),
+        ("kernel_regression K", "K", lambda v: kernels.kernel_regression(v, y2)),
+        ("kernel_regression y", "y", lambda v: kernels.kernel_regression(K, v)),
+        ("rkhs_norm K", "K", lambda v: kernels.rkhs_norm(v, y2)),
+        ("rkhs_norm c", "c", lambda v: kernels.rkhs_norm(K, v)),
+        ("relative_kernel_change K1", "K1", lambda v: kernels.relative_kernel_change(K, v)),
+        ("kernel_distance K0", "K0", lambda v: kernels.kernel_distance(v, K)),
+        ("smoothed_margin margins", "margins", lambda v: margins.smoothed_margin(v)),
+        ("f1_normalized_margin X", "X", lambda v: margins.f1_normalized_margin(p2, v, yc)),
+        ("kernel_max_margin K", "K", lambda v: margins.kernel_max_margin(v, yc)),
+        ("simplex_max_margin X", "X", lambda v: margins.simplex_max_margin(v, yc)),
+        ("dictionary_f1_max_margin directions", "directions",
+         lambda v: margins.dictionary_f1_max_margin(X2, yc, v)),
+        ("compress_radius points", "points", lambda v: margins.compress_radius(v)),
+        ("relu_ntk x1", "x1", lambda v: ntk.relu_ntk(v)),
+        ("relu_ntk x2", "x2", lambda v: ntk.relu_ntk(X2, v)),
+        ("empirical_ntk x1", "x1", lambda v: ntk.empirical_ntk(model, q0, v)),
+        ("parity x", "x", lambda v: parity.parity(v, [0])),
+        ("population_loss predictions", "predictions",
+         lambda v: parity.population_loss(v, atoms)),
+        ("best_feature_loss features", "features",
+         lambda v: parity.best_feature_loss(v, atoms)),
+        ("leaky_kernel_edges features", "features",
+         lambda v: parity.leaky_kernel_edges(v, 0.5)),
+        ("smooth_step z", "z", lambda v: parity.smooth_step(v)),
+        ("two_layer x", "x", lambda v: twolayer.two_layer(p2, v)),
+        ("two_layer_batch X", "X", lambda v: twolayer.two_layer_batch(p2, v)),
+        ("train X", "X", lambda v: lazy.train(model, q0, v, y2, step_size=0.01, num_steps=2)),
+        ("train y", "y", lambda v: lazy.train(model, q0, X2, v, step_size=0.01, num_steps=2)),
+        ("gradient_flow times", "times", lambda v: flows.gradient_flow(
+            lambda w: jnp.sum(w ** 2), np.ones(2), v)),
+    ]
+
+
+@pytest.mark.parametrize("container", [list, tuple])
+@pytest.mark.parametrize("slot, name, call", _array_slot_calls(), ids=lambda v: v if isinstance(
+    v, str) else "")
+def test_typed_prng_key_inside_a_sequence_is_refused_by_name(slot, name, call, container):
+    # issue 21 round 11 (E): [jax.random.key(0)] in an array slot gave numpy's TypeError
+    # "JAX array with PRNGKey dtype cannot be converted to a NumPy array"
+    with pytest.raises(ValueError, match=rf"^{name} must be .*PRNG key"):
+        call(container([jax.random.key(0), jax.random.key(1)]))
+
+
+def test_exponential_loss_path_unreachable_accuracies_are_refused_at_once():
+    # issue 21 round 11 (G): accuracies=[1e300] ran 58 s before the step-resolution check
+    # stopped it. Independent bound: a step resolved to 1024 ulps keeps |u|^D <= 2 step /
+    # (1024 eps D max||x_n||), so -log L <= log N + max||x_n|| |w|_2 <= log N + 4 sqrt(d) step
+    # / (1024 eps D); the refusal threshold (16 sqrt(d) ...) must lie above this bound (never
+    # refusing what can be reached) and below 1e300, and the chapters' accuracies (up to 1e5)
+    # must pass
+    import math
+    import time
+    X, y = np.array([[1.0, 2.0], [2.0, 0.5]]), np.ones(2)
+    eps = np.finfo(np.float64).eps
+    reachable = math.log(2) + 4 * math.sqrt(2) * 0.25 / (1024 * eps * 2)
+    assert 1e5 < reachable < 1e300
+    t = time.process_time()
+    with pytest.raises(ValueError, match=r"^accuracies must be at most (\S+) for X of shape "
+                                         r"\(2, 2\), depth=2, step=0.25 \(got 1\.000e\+300\)"
+                       ) as err:
+        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[1e300])
+    assert time.process_time() - t < 5
+    top = float(str(err.value).split("at most ")[1].split(" ")[0])
+    assert reachable < top < 1e300

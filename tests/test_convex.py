@@ -198,3 +198,72 @@ def test_min_l1_never_certifies_a_point_off_the_interpolants(e):
         return
     assert cert.verified()
     np.testing.assert_allclose(np.asarray(beta), [0.0, 0.5, 0.0], atol=1e-9)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_max_margin_tiny_margin_is_solved_not_called_non_separable(p):
+    """Issue 21 round 11: rows (1, e) and (-1, e), labels +1, e = 1e-12, are separated by
+    w = (0, 1) with margin e. By hand: the constraints w1 + e w2 >= 1 and -w1 + e w2 >= 1 give
+    e w2 >= 1 + |w1|, so both |w|_1 and |w|_2 are smallest at w = (0, 1/e) (e as rounded to
+    float64, the exact rational used below)."""
+    from fractions import Fraction
+
+    e = 1e-12
+    X = np.array([[1.0, e], [-1.0, e]])
+    want = np.array([0.0, float(1 / Fraction(e))])
+    w = np.asarray(lib.max_margin(X, np.ones(2), p))
+    assert np.abs(w - want).max() <= 1e-8 * want[1]
+
+
+def test_max_margin_unresolvable_dynamic_range_names_x():
+    """Issue 21 round 11: rows (1e20, 1) and (1, 1e-20), labels (1, -1), gave a RuntimeError
+    (p = 1, HiGHS status 4) or "not separable" (p = 2). In exact arithmetic on the float64
+    entries the rows are linearly independent (det = 1 - 1e20 fl(1e-20) = 5.5e-17 != 0,
+    Fraction below), so the data ARE separable, with a margin far below what a solver
+    resolves: the answer is a ValueError naming X that says so."""
+    from fractions import Fraction
+
+    X = np.array([[1e20, 1.0], [1.0, 1e-20]])
+    assert Fraction(1e20) * Fraction(1e-20) - Fraction(1.0) * Fraction(1.0) != 0
+    for p in (1, 2):
+        with pytest.raises(ValueError, match=r"^X: .* or are separable only with a margin "
+                                             r"below the resolvable relative size"):
+            lib.max_margin(X, np.array([1.0, -1.0]), p)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_rows_of_very_different_scales(p):
+    """Issue 21 round 11 (F): rows scaled apart by 1e300 are solved as the equivalent system
+    with rows scaled to max 1, not called inconsistent. Rows (1, 2) and (1e-300, 1e-300),
+    y = (1, 1): X is square and invertible, its unique solution by Cramer's rule in exact
+    rationals on the float entries. The row (1e-300, 2e-300, 1) with y = 1e-300: the l1 and
+    l2 minimizers are (0, 0, 1e-300) to rounding (by hand: the third column is 1e300 times
+    cheaper per unit of y; l2: beta = x y / |x|^2, x_1 y / |x|^2 ~ 1e-600 = 0 in float64);
+    an underflowing norm made this "relative error inf at condition number 1"."""
+    from fractions import Fraction as F
+
+    a, b, c, e = F(1.0), F(2.0), F(1e-300), F(1e-300)
+    det = a * e - b * c
+    want = np.array([float((e * 1 - b * 1) / det), float((a * 1 - c * 1) / det)])
+    beta = np.asarray(lib.min_norm_interpolant(np.array([[1.0, 2.0], [1e-300, 1e-300]]),
+                                               np.ones(2), p))
+    np.testing.assert_allclose(beta, want, rtol=1e-14, atol=0)
+    beta = np.asarray(lib.min_norm_interpolant(np.array([[1e-300, 2e-300, 1.0]]),
+                                               np.array([1e-300]), p))
+    assert beta[0] == 0.0 and beta[1] == 0.0 and beta[2] == pytest.approx(1e-300, rel=1e-15)
+
+
+def test_min_norm_interpolant_l1_consistent_singular_to_rounding_is_not_inconsistent():
+    """Issue 21 round 11 (F): rows (1, 1, 0.5) and (1, 1 + 2**-52, 0.5), y = (1, 2) were
+    called inconsistent; beta = (1 - 2**52, 2**52, 0) solves them exactly (checked in exact
+    rationals below), so the refusal must name the conditioning, never inconsistency."""
+    from fractions import Fraction as F
+
+    X = np.array([[1.0, 1.0, 0.5], [1.0, 1.0 + 2.0 ** -52, 0.5]])
+    y = np.array([1.0, 2.0])
+    b = [F(1) - F(2) ** 52, F(2) ** 52, F(0)]
+    assert all(sum(F(float(x)) * bj for x, bj in zip(row, b, strict=True)) == F(float(t))
+               for row, t in zip(X, y, strict=True))
+    with pytest.raises(ValueError, match=r"^X is too ill-conditioned.*it is consistent") as err:
+        lib.min_norm_interpolant(X, y, 1)
+    assert "inconsistent" not in str(err.value)

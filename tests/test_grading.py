@@ -792,6 +792,7 @@ def test_other_chapter_and_unreadable_are_reported_with_the_chapter_total(tmp_pa
         assert (recs[student]["total"], recs[student]["possible"]) == ("0", "4")
         text = (tmp_path / "g" / "feedback" / f"{student}.md").read_text()
         assert "Points: 0 / 4" in text and "was not graded" in text
+        assert "Only the autograded questions are counted" in text  # written ones: by hand
         assert recs[student]["status"] in text
     assert "## q2: 0 / 2" in (tmp_path / "g" / "feedback" / "lost.md").read_text()
 
@@ -1059,10 +1060,10 @@ def test_forged_event_records_are_dropped_not_fatal(tmp_path):
     assert hg.running_cell(events) is None
 
 
-def test_the_judge_starts_without_the_shared_compilation_cache():
-    """Issue 16, gap 1: the submissions can write the shared JAX cache folder; an entry planted
-    there is compiled code, so the judge's environment has none of the cache variables (nor
-    the token and the events file); the rest of the submission's environment is kept."""
+def test_the_judge_starts_without_the_compilation_cache():
+    """Issue 16, gap 1: a submission writes its JAX cache folder; an entry planted there is
+    compiled code, so the judge's environment has none of the cache variables (nor the token
+    and the events file); the rest of the submission's environment is kept."""
     assert hg.CACHE_VARS == ("JAX_COMPILATION_CACHE_DIR",
                              "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
                              "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
@@ -1071,6 +1072,149 @@ def test_the_judge_starts_without_the_shared_compilation_cache():
            hg.EVENTS_VAR: "/tmp/events"}
     assert hg.judge_environment(env) == rest
     assert set(env) - set(rest) == {*hg.CACHE_VARS, hg.TOKEN_VAR, hg.EVENTS_VAR}  # unchanged
+
+
+def test_cache_entries_are_read_and_written_as_plain_files(tmp_path):
+    """``read_cache`` keeps JAX's ``*-cache`` files (not ``-atime``, the lock file, a symbolic
+    link or a subfolder); ``write_cache`` writes them into a new folder and refuses a name that
+    would leave it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "jit_f-1-cache").write_bytes(b"\x00one")
+    (src / "jit_f-1-atime").write_bytes(b"t")
+    (src / ".lockfile").write_bytes(b"")
+    (tmp_path / "elsewhere-cache").write_bytes(b"outside")
+    (src / "link-cache").symlink_to(tmp_path / "elsewhere-cache")
+    (src / "sub-cache").mkdir()
+    entries = hg.read_cache(src)
+    assert entries == {"jit_f-1-cache": b"\x00one"}
+    dest = hg.write_cache(entries, tmp_path / "dest")
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == entries
+    assert hg.read_cache(tmp_path / "missing") == {}
+    for bad in ("../x-cache", "a/b-cache", "x-atime", ".."):
+        with pytest.raises(ValueError, match="entries: "):
+            hg.write_cache({bad: b""}, tmp_path / "bad")
+    with pytest.raises(FileExistsError):
+        hg.write_cache({}, dest)
+
+
+def test_the_warm_cache_comes_from_the_handout_beside_the_zip(tmp_path):
+    """``trusted_notebook``: ``dist/student/<chapter>.ipynb`` for ``dist/autograder/*.zip`` (what
+    ``make assign`` writes), never the solution notebook beside the zip; None without it or when
+    it names another chapter."""
+    import nbformat
+
+    dist = tmp_path / "dist"
+    (dist / "autograder").mkdir(parents=True)
+    (dist / "student").mkdir()
+    ag = dist / "autograder" / "setup-autograder.zip"
+    ag.write_bytes(b"")
+    nbformat.write(nbformat.v4.new_notebook(metadata={"homework": {"chapter": "setup"}}),
+                   dist / "autograder" / "setup.ipynb")  # the solutions: not a candidate
+    assert hg.trusted_notebook(ag, "setup") is None
+    nbformat.write(nbformat.v4.new_notebook(metadata={"homework": {"chapter": "parity"}}),
+                   dist / "student" / "setup.ipynb")
+    assert hg.trusted_notebook(ag, "setup") is None
+    nbformat.write(nbformat.v4.new_notebook(metadata={"homework": {"chapter": "setup"}}),
+                   dist / "student" / "setup.ipynb")
+    assert hg.trusted_notebook(ag, "setup") == (dist / "student" / "setup.ipynb").resolve()
+    assert hg.trusted_notebook(ag, "parity") is None
+
+
+PRIVATE_CACHE = r"""
+import json, os, sys, time
+nb_path, report = sys.argv[1:3]
+start = time.time()
+nb = json.load(open(nb_path))
+role = next(line.split(":", 1)[1].strip() for c in nb["cells"]
+            for line in "".join(c["source"]).splitlines() if line.startswith("# role:"))
+cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+out = {"cache": cache, "cwd": os.getcwd(), "start": start}
+out["seen"] = ({n: open(os.path.join(cache, n)).read() for n in sorted(os.listdir(cache))}
+               if cache else None)
+if role == "handout":  # the trusted run compiles two entries
+    for name in ("jit_a-1-cache", "jit_b-2-cache"):
+        with open(os.path.join(cache, name), "w") as f:
+            f.write("compiled by the handout")
+elif role == "attacker":  # plants a new entry and overwrites one of the handout's
+    with open(os.path.join(cache, "jit_planted-9-cache"), "w") as f:
+        f.write("planted")
+    with open(os.path.join(cache, "jit_a-1-cache"), "w") as f:
+        f.write("overwritten")
+    out["after"] = {n: open(os.path.join(cache, n)).read() for n in sorted(os.listdir(cache))}
+judges = []
+for d in os.listdir("/proc"):
+    try:
+        if d.isdigit() and b"judge.py" in open(f"/proc/{d}/cmdline", "rb").read() and \
+                os.getcwd().encode() in open(f"/proc/{d}/cmdline", "rb").read():
+            judges.append(open(f"/proc/{d}/environ", "rb").read())
+    except OSError:
+        pass
+out["judge_cache"] = [b"JAX_COMPILATION_CACHE_DIR=" in e for e in judges]
+out["end"] = time.time()
+with open(os.path.join(report, role + ".json"), "w") as f:
+    json.dump(out, f)
+"""
+
+
+@pytest.mark.parametrize("namespaces", [
+    pytest.param(True, marks=pytest.mark.skipif(
+        not hg.namespaces_available(), reason="unshare cannot create namespaces here")),
+    False], ids=["namespaces", "fallback"])
+def test_a_submission_cannot_change_the_cache_another_one_starts_from(tmp_path, monkeypatch,
+                                                                      namespaces):
+    """Issue 16: the JAX cache is compiled code that kernels load. Through ``grade``, with the
+    otter command replaced by a script that reports the cache it starts from: the handout
+    (beside the autograder zip, as ``make assign`` writes it) runs first and compiles two
+    entries; the attacker (graded first) plants a new entry and overwrites one of them in its
+    cache folder, and succeeds there; the victim, graded after it, starts from exactly the
+    handout's two entries, in a folder of its own run folder. The judges have no cache
+    variable. Both with the namespaces and without them."""
+    import sys
+
+    import nbformat
+
+    dist = tmp_path / "dist"
+    (dist / "autograder").mkdir(parents=True)
+    (dist / "student").mkdir()
+    _, ag = _two_submissions(tmp_path, names=())
+    ag = Path(ag.replace(dist / "autograder" / "setup-autograder.zip"))
+
+    def notebook(role):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"# role: {role}")],
+                                        metadata={"homework": {"chapter": "setup"}})
+
+    nbformat.write(notebook("handout"), dist / "student" / "setup.ipynb")
+    subs = tmp_path / "subs"
+    for student, role in (("ann", "attacker"), ("ben", "victim")):
+        nbformat.write(notebook(role), subs / f"{student}.ipynb")
+    report = tmp_path / "report"
+    report.mkdir()
+    script = tmp_path / "private_cache.py"
+    script.write_text(PRIVATE_CACHE)
+    monkeypatch.setattr(hg, "otter_command", lambda ag, out, nb: [
+        sys.executable, str(script), str(nb), str(report)])
+    if not namespaces:
+        monkeypatch.setenv(hg.NAMESPACES_VAR, "0")
+    monkeypatch.setattr(hg, "_namespaces", None)
+    logged = []
+    hg.grade(subs, out=tmp_path / "out", autograder=ag, docker="no", jobs=1, timeout=120,
+             log=logged.append)
+    got = {p.stem: json.loads(p.read_text()) for p in report.glob("*.json")}
+    assert sorted(got) == ["attacker", "handout", "victim"]
+    handout = {"jit_a-1-cache": "compiled by the handout",
+               "jit_b-2-cache": "compiled by the handout"}
+    assert got["handout"]["seen"] == {}
+    assert any("JAX cache: 2 entries compiled by the handout" in line for line in logged)
+    assert got["attacker"]["seen"] == handout
+    assert got["attacker"]["after"] == {"jit_a-1-cache": "overwritten",
+                                        "jit_b-2-cache": "compiled by the handout",
+                                        "jit_planted-9-cache": "planted"}
+    assert got["attacker"]["end"] < got["victim"]["start"]  # the attack came first
+    assert got["victim"]["seen"] == handout
+    for role, run in got.items():  # a folder of its own run folder; the judges: no cache
+        assert Path(run["cache"]) == Path(run["cwd"]) / hg.CACHE_FOLDER, (role, run)
+        assert run["judge_cache"] == ([] if namespaces else [False]), (role, run)
 
 
 def _two_submissions(tmp_path, names=("ann", "ben")):
@@ -1196,13 +1340,11 @@ def test_without_namespaces_a_detached_process_dies_after_the_run(tmp_path, monk
         sys.executable, str(script), mark, hg.CACHE_VARS[0]])
     sub = hg.Submission("ann", tmp_path / "ann.ipynb", tmp_path / "ann.ipynb",
                         nb=nbformat.from_dict(_nb()))
-    (tmp_path / "cache").mkdir()
 
     def run():
         work = Path(tempfile.mkdtemp(dir=tmp_path))
         return hg._otter_run(sub, "setup", tmp_path / "ag.zip", work, timeout=120,
-                             cell_timeout=10, memory=0, output_cap=10**6,
-                             cache_dir=tmp_path / "cache")
+                             cell_timeout=10, memory=0, output_cap=10**6, cache={})
 
     try:
         with monkeypatch.context() as m:
@@ -1352,14 +1494,18 @@ import json, os, sys
 hide, keep, work, box = sys.argv[1:5]
 out = {"hide": sorted(os.listdir(hide)), "work": sorted(os.listdir(work))}
 for name, path in (("master", os.path.join(hide, "assign", "setup", "master", "setup.ipynb")),
-                   ("assign", os.path.join(hide, "assign"))):
+                   ("assign", os.path.join(hide, "assign")),
+                   ("cached", os.path.join(keep, "entry-cache"))):
     try:
-        out[name] = open(path).read() if name == "master" else os.listdir(path)
+        out[name] = open(path).read() if name != "assign" else os.listdir(path)
     except OSError as e:
         out[name] = type(e).__name__
-out["cached"] = open(os.path.join(keep, "entry")).read()
-with open(os.path.join(keep, "planted"), "w") as f:
-    f.write("from the box")
+try:
+    with open(os.path.join(keep, "planted-cache"), "w") as f:
+        f.write("from the box")
+    out["planted"] = "written"
+except OSError as e:
+    out["planted"] = type(e).__name__
 with open(os.path.join(box, "out.txt"), "w") as f:
     f.write("run folder")
 out["box"] = open(os.path.join(box, "out.txt")).read()
@@ -1377,13 +1523,13 @@ print(json.dumps(out))
 
 @needs_namespaces
 @pytest.mark.parametrize("layout", ["apart", "work inside _build"])
-def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layout):
+def test_the_namespaces_hide_the_whole_build_folder(tmp_path, layout):
     """Issue 16, gap 2: inside the namespaces the checkout's ``_build`` (master notebooks with
-    the solutions and seeds, autograder zips) is an empty folder: the master notebook cannot be
-    read, ``assign/`` cannot be listed; the shared cache folder inside it is still there and
-    writable (what is written stays afterwards), and the run folder works, also when the work
-    folder is itself inside ``_build``; the rest of the checkout (``lib/__pycache__``: code the
-    judge loads) cannot be written."""
+    the solutions and seeds, autograder zips, the JAX cache folder of an earlier grader) is an
+    empty folder: the master notebook cannot be read, ``assign/`` and the cache folder cannot
+    be listed, nothing can be planted in the cache folder; the run folder works, also when the
+    work folder is itself inside ``_build``; the rest of the checkout (``lib/__pycache__``:
+    code the judge loads) cannot be written."""
     import subprocess
     import sys
 
@@ -1394,7 +1540,7 @@ def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layou
     master.write_text("the solutions")
     keep = build / "grade-cache" / "jax"
     keep.mkdir(parents=True)
-    (keep / "entry").write_text("compiled")
+    (keep / "entry-cache").write_text("compiled")
     work = (build / "tmp" if layout != "apart" else tmp_path) / "krr-grade-x"
     box = work / "run-a"
     box.mkdir(parents=True)
@@ -1403,23 +1549,22 @@ def test_the_namespaces_hide_the_build_folder_but_keep_the_cache(tmp_path, layou
     script.write_text(HIDDEN_BUILD)
     proc = subprocess.run(hg.namespace_command(work, box, [
         sys.executable, str(script), str(build), str(keep), str(work), str(box)],
-        hide=build, keep=keep, readonly=(tmp_path / "checkout",)), capture_output=True,
+        hide=build, readonly=(tmp_path / "checkout",)), capture_output=True,
         text=True, timeout=120, cwd=box)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    # _build shows only the folders on the way to what is kept (the cache, the run folder)
-    assert out["hide"] == (["grade-cache"] if layout == "apart" else ["grade-cache", "tmp"])
+    # _build shows only the folders on the way to the run folder (when it is inside)
+    assert out["hide"] == ([] if layout == "apart" else ["tmp"])
     assert out["master"] == "FileNotFoundError" and out["assign"] == "FileNotFoundError"
-    assert out["cached"] == "compiled" and out["work"] == ["run-a"]
+    assert out["cached"] == "FileNotFoundError" and out["planted"] == "FileNotFoundError"
+    assert out["work"] == ["run-a"]
     assert out["box"] == "run folder" and (box / "out.txt").read_text() == "run folder"
-    assert (keep / "planted").read_text() == "from the box"  # written through, seen outside
+    assert sorted(p.name for p in keep.iterdir()) == ["entry-cache"]  # nothing planted
     assert master.read_text() == "the solutions" and (work / "run-b").is_dir()
     assert out["pycache"] == "OSError" and out["checkout"] == "OSError"  # EROFS
     assert not list((tmp_path / "checkout" / "lib" / "__pycache__").iterdir())
     with pytest.raises(ValueError, match="readonly: "):
         hg.namespace_command(work, box, ["true"], readonly=(tmp_path / "missing",))
-    with pytest.raises(ValueError, match="keep: "):
-        hg.namespace_command(work, box, ["true"], hide=build, keep=build / "missing")
 
 
 def test_a_child_dies_with_the_grader_even_one_that_died_first(tmp_path):
