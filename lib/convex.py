@@ -92,7 +92,8 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     :math:`X_S\beta_S = y` with residuals computed exactly) and its residual and estimated
     forward error on the caller's ``X`` and ``y`` must be at most 1e-9 too. (An
     interior-point solver, such as cvxpy's default Clarabel, stops at ``optimal_inaccurate``
-    on the paper's problem d = 1000, N = 100, although its answer is accurate.)
+    on the sparse-regression problem of the diagonal-regression chapter, d = 1000, N = 100
+    (sizes chosen by the course), although its answer is accurate.)
 
     Returns:
         ``(d,)`` float64 JAX array :math:`\beta` (to about 1e-9 relative accuracy); with

@@ -22,7 +22,9 @@ If the flow reaches zero loss, its limit is therefore the solution of the convex
     \quad\text{s.t.}\quad X\beta = y, \qquad q_D(u) = \int_0^u h_D^{-1}(v)\,dv
 
 (Woodworth et al. 2020, Sec. 4 for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`), whose
-dual is the smooth, strictly convex, unconstrained problem
+dual is the smooth convex problem (strictly convex when :math:`X` has full row rank), over all
+of :math:`\mathbb R^N` for :math:`D = 2` and over the open set :math:`\|X^\top\nu\|_\infty < 1`
+for :math:`D \ge 3` (where :math:`H_D` blows up at the boundary)
 
 .. math::
     \min_\nu\ \Phi(\nu) = \alpha^D \sum_i H_D\big((X^\top\nu)_i\big) - y^\top \nu,
@@ -401,11 +403,12 @@ def _check_alpha(alpha):
 def Q(beta, alpha, depth=2):
     r"""The implicit regularizer :math:`Q^D_\alpha(\beta) = \alpha^D \sum_i q_D(\beta_i/\alpha^D)`.
 
-    Gradient flow on the depth-:math:`D` diagonal network from scale :math:`\alpha` converges to
-    :math:`\arg\min Q^D_\alpha(\beta)` s.t. :math:`X\beta = y` (Woodworth et al. 2020, Sec. 4
-    for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`). The small-scale limit depends on the depth:
-    for :math:`D = 2`, :math:`Q_\alpha(\beta) / \log(1/\alpha^2) \to \|\beta\|_1` as
-    :math:`\alpha \to 0` (a log factor, from :math:`q_2(u) \approx |u|\log|u|`); for
+    If gradient flow on the depth-:math:`D` diagonal network from scale :math:`\alpha` reaches
+    zero loss, its limit is :math:`\arg\min Q^D_\alpha(\beta)` s.t. :math:`X\beta = y`
+    (Woodworth et al. 2020, Sec. 4 for :math:`D = 2`, Sec. 5 for :math:`D \ge 3`). The
+    small-scale limit depends on the depth: for :math:`D = 2`,
+    :math:`Q_\alpha(\beta) / \log(1/\alpha^2) \to \|\beta\|_1` as :math:`\alpha \to 0` (a log
+    factor, from :math:`q_2(u) \approx |u|\log|u|`); for
     :math:`D \ge 3`, :math:`Q^D_\alpha(\beta) \to \|\beta\|_1` itself, with an error
     :math:`O(\alpha^{D-2})` (from :math:`q_D(u) = |u| - \tfrac D2|u|^{2/D} + O(1)`). As
     :math:`\alpha \to \infty`, :math:`Q^D_\alpha(\beta)\,\alpha^D \to
@@ -1218,8 +1221,9 @@ class DiagonalRun(NamedTuple):
         trajectory: the underlying :class:`lib.flows.Trajectory` (for the flow: of the
             displacements ``delta_plus = w_+ - alpha``, ``delta_minus``, in rescaled time; for
             gradient descent: of ``w_plus``, ``w_minus``).
-        stop_time: the flow time at which the loss reached ``target`` (for gradient descent:
-            ``num_steps * step_size``).
+        stop_time: for the flow, the flow time at the end of the integrator step in which the
+            loss first fell to ``target`` (not the crossing time itself, which lies within that
+            step); for gradient descent, ``num_steps * step_size``.
     """
 
     times: jax.Array
