@@ -456,7 +456,8 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=
     draw = seed_source or (lambda: secrets.randbelow(2**31 - 1) + 1)
     config = {
         "name": path.stem,
-        "requirements": "requirements.txt",
+        # the homework's runtime only (not the book's toolchain): requirements-runtime.txt
+        "requirements": "requirements-runtime.txt",
         "overwrite_requirements": True,
         "python_version": "3.11",
         "init_cell": True,
@@ -588,7 +589,7 @@ def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bo
         shutil.rmtree(base, ignore_errors=True)
         master = base / "master"
         master.mkdir(parents=True)
-        shutil.copy(ROOT / "requirements.txt", master / "requirements.txt")
+        shutil.copy(ROOT / "requirements-runtime.txt", master / "requirements-runtime.txt")
         # the hidden tests' support: the checkers and the library they compare against
         shutil.copytree(ROOT / "homework", master / "homework",
                         ignore=shutil.ignore_patterns("__pycache__"))
