@@ -1748,7 +1748,8 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
         shutil.rmtree(work, ignore_errors=True)
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``make grade`` (``python -m homework.grade``), with its defaults."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("submissions", help="a folder (flat, per-student subfolders, zips) or a file")
@@ -1770,7 +1771,11 @@ def main(argv=None) -> int:
     p.add_argument("--accept-flagged", default="", metavar="STUDENTS",
                    help="comma-separated students whose flagged notebook you reviewed and "
                    "accept: their otter points count")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
     try:
         rows, csv_path = grade(a.submissions, chapter=a.chapter, out=a.out,
                                autograder=a.autograder, docker=a.docker, jobs=a.jobs,

@@ -1129,6 +1129,30 @@ def test_assign_and_grade_every_case(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_instructors_sample_grades_as_the_page_says(tmp_path):
+    """The harmless sample of the instructors page (``write_sample``): the correct notebook gets
+    every point, the partly wrong one loses the points of ``symmetrize`` only; neither is
+    flagged, and the feedback names the failed question's hint once ("failed: ", no "fails:")."""
+    from homework.cases import SYM, write_sample
+
+    dist = ho.assign(["setup"], tmp_path / "assign", run_tests=False)["setup"]
+    expected = write_sample(dist, tmp_path / "subs")
+    ag = next((dist / "autograder").glob("*.zip"))
+    with zipfile.ZipFile(ag) as z:  # the autograder installs the runtime pins, not the book's
+        env = z.read("environment.yml").decode()  # otter writes the requirements' pins there
+    assert "- otter-grader==" in env and "- jax==" in env and "jupyter-book" not in env
+    rows, csv_path = hg.grade(tmp_path / "subs", out=tmp_path / "grades", autograder=ag,
+                              docker="no", jobs=2, cell_timeout=60, timeout=600)
+    got = {r.student: r for r in rows}
+    assert sorted(got) == ["correct", "partly_wrong"]
+    for student, want in expected.items():
+        assert got[student].status == want["status"], (student, got[student].notes)
+        assert {q: s for q, (s, _) in got[student].scores.items()} == want["points"]
+    text = (tmp_path / "grades" / "feedback" / "partly_wrong.md").read_text()
+    assert f"## {SYM}: 0 / 2" in text and "failed: " in text and "fails:" not in text
+
+
+@pytest.mark.slow
 def test_a_patched_otter_cannot_keep_the_points_of_an_in_kernel_question(tmp_path):
     """Round 16's attack 7: the parity blank notebook with otter patched in the kernel."""
     from homework.cases import write_parity_cases
