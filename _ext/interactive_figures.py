@@ -29,6 +29,9 @@ _CSS_TEXT = """\
 .krr-interactive .vega-bind { margin: 0.2em 0; }
 .krr-interactive .vega-bind-name { display: inline-block; min-width: 9em; }
 .krr-interactive input[type="range"] { vertical-align: middle; width: 14em; }
+.krr-interactive input[type="range"] + span { margin-left: 0.5em; }
+.krr-interactive .vega-bind-radio label { display: inline-block; margin-right: 1.2em; }
+.krr-interactive .vega-bind-radio input { margin: 0 0.35em 0 0; vertical-align: middle; }
 .krr-interactive input:focus-visible { outline: 3px solid #0a6ed1; outline-offset: 2px; }
 html[data-theme="dark"] .krr-interactive { background: #333; color: #e6e6e6; padding: 0.4em; }
 html[data-theme="dark"] .krr-interactive .vega-bindings { color: #e6e6e6; }

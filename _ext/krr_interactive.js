@@ -8,6 +8,34 @@
   const views = {};
   const dark = () => document.documentElement.dataset.theme === "dark";
 
+  // A slider over an index (e.g. the step of a sweep) shows, next to it, the label the figure's
+  // spec gives for that index (usermeta.krr_labels.<param>: one text per index) instead of the
+  // bare index, and gives the same text to screen readers (aria-valuetext). Vega writes the
+  // index into the span after the slider on every move; the observer writes the label back.
+  function relabel(el, spec) {
+    const labels = (spec.usermeta || {}).krr_labels || {};
+    for (const [name, texts] of Object.entries(labels)) {
+      const input = el.querySelector(`.vega-bindings input[type="range"][name="${name}"]`);
+      if (!input) continue;
+      const shown = input.nextElementSibling;
+      const fix = () => {
+        const text = texts[Math.round(Number(input.value))];
+        if (text === undefined) return;
+        if (shown && shown.textContent !== text) shown.textContent = text;
+        if (input.getAttribute("aria-valuetext") !== text) {
+          input.setAttribute("aria-valuetext", text);
+        }
+      };
+      if (shown) {
+        new MutationObserver(fix).observe(shown, {childList: true, characterData: true,
+                                                  subtree: true});
+      }
+      input.addEventListener("input", fix);
+      input.addEventListener("change", fix);
+      fix();
+    }
+  }
+
   async function draw(script) {
     const id = script.dataset.target;
     const el = document.getElementById(id);
@@ -22,6 +50,7 @@
     }
     const options = {renderer: "svg", actions: false, ...(dark() ? {theme: "dark"} : {})};
     views[id] = await vegaEmbed(el, spec, options);
+    relabel(el, spec);
     el.dataset.krrTheme = dark() ? "dark" : "light";
     el.classList.add("krr-interactive-ready");
   }

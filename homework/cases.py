@@ -7,8 +7,10 @@ output (the solution notebook in ``dist/autograder`` and the student notebook in
 the points otter gave, withheld until the instructor reviews it); a status is matched as a
 prefix ("unreadable: not a notebook" matches "unreadable: not a notebook (NotJSONError: ...)").
 ``SKIPPED`` lists the files that are not submissions (a CSV row each, no feedback). Used by
-``tests/test_grading.py`` and ``scripts/bench_grading.py``; a folder of them is also a
-demonstration for instructors.
+``tests/test_grading.py`` and ``scripts/bench_grading.py``. Most of these cases attack the
+grader (they patch modules, start detached processes, print 1.5 GB, kill processes they find):
+grade them only to test the grader. ``write_sample`` writes a harmless pair (one correct, one
+partly wrong submission) for an instructor's first try.
 """
 
 from __future__ import annotations
@@ -468,6 +470,24 @@ def _insert_after_setup(nb, source):
     i = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
              and "import lib" in "".join(c["source"]))
     nb["cells"].insert(i + 1, _code(source))
+
+
+def write_sample(dist: str | Path, folder: str | Path) -> dict:
+    """A harmless sample of two submissions for an instructor's first ``make grade``: ``correct``
+    (the solved notebook, every autograded point) and ``partly_wrong`` (the solved notebook
+    whose ``symmetrize`` forgets its ``return``: that question's points lost, the others kept).
+    Nothing in them attacks the grader; :func:`write_cases` holds the adversarial cases.
+    Returns ``{student: expected}`` as :func:`write_cases` does."""
+    dist, folder = Path(dist), Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    solved = json.loads(next((dist / "autograder").glob("*.ipynb")).read_text())
+    (folder / "correct.ipynb").write_text(json.dumps(solved))
+    nb = copy.deepcopy(solved)
+    _set_answer(nb, "symmetrize", "def symmetrize(a, B):\n"
+                "    jnp.concatenate([a, -a]), jnp.concatenate([B, B])\n")
+    (folder / "partly_wrong.ipynb").write_text(json.dumps(nb))
+    return {"correct": {"status": "graded", "points": dict(FULL)},
+            "partly_wrong": {"status": "graded", "points": {**FULL, SYM: 0.0}}}
 
 
 def write_cases(dist: str | Path, folder: str | Path, *, slow: bool = True,

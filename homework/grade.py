@@ -31,7 +31,10 @@
   grades again with ``--accept-flagged <student>``). A cell stopped by the per-cell limit is
   named in the notes with its time; a cell with a SyntaxError is named with its line.
 * Every ``.ipynb``/``.zip`` file is one row (a student with several files: ``grace``,
-  ``grace-2``, with a note); other files are ``skipped`` rows of the CSV and a console line.
+  ``grace-2``, with a note). A file that could not be read is a row with 0 points out of the
+  chapter's, its reason in ``status`` and what to ask the student in ``notes``; so is a student
+  who handed in only other files (``carol.pdf``: ``unreadable: not a notebook``). Other files
+  of a student who has a submission are ``skipped`` rows naming the student (no points).
 * Exit status 2 with a message when nothing gradable is found or every input is unreadable.
 """
 
@@ -175,6 +178,48 @@ def collect(folder: str | os.PathLike, work: Path, skipped: list | None = None
             s.note = (f"{name} handed in {len(group)} files ({files}), graded in the rows "
                       f"{', '.join(rows)}: keep the one that counts")
     return subs
+
+
+def student_of(path: Path, root: Path) -> str:
+    """The student a file under ``root`` belongs to, as :func:`collect` names them: the first
+    subfolder, or else the file's name without its extension."""
+    rel = path.relative_to(root) if root.is_dir() and path != root else Path(path.name)
+    return rel.parts[0] if len(rel.parts) > 1 else re.sub(r"\.[^.]*$", "", rel.name)
+
+
+UNREADABLE_NOTE = ("not graded, 0 points: ask {student} for the notebook itself (an .ipynb file "
+                   "that opens in Jupyter) or the zip its export cell makes, then grade again")
+
+
+def unreadable_rows(subs: list[Submission], skipped: list[Path], root: Path, chapter: str
+                    ) -> tuple[list[Row], list[tuple[str, Path]]]:
+    """CSV rows for what could not be graded. Each unreadable submission is a row (0 points, its
+    reason in the status, what to ask the student in the notes); a student who handed in no
+    ``.ipynb``/``.zip`` file at all, only other files, gets one such row listing them
+    (``unreadable: not a notebook (.pdf file)``), so no student is missing from the CSV. The
+    other skipped files (beside a student's submission) are returned as ``(student, path)``
+    for a ``skipped`` row."""
+    rows = [Row(s.student, str(s.origin), chapter, f"unreadable: {s.error}",
+                notes="; ".join(filter(None, [s.note, UNREADABLE_NOTE.format(student=s.student)])))
+            for s in subs if s.error]
+    handed = {student_of(s.origin, root) for s in subs}
+    alone: dict[str, list[Path]] = {}
+    others: list[tuple[str, Path]] = []
+    for p in skipped:
+        who = student_of(p, root)
+        if who in handed:
+            others.append((who, p))
+        else:
+            alone.setdefault(who, []).append(p)
+    for who, paths in alone.items():
+        kinds = sorted({p.suffix.lower() or "no extension" for p in paths})
+        rows.append(Row(who, ", ".join(str(p) for p in paths), chapter,
+                        f"unreadable: not a notebook ({', '.join(kinds)} file"
+                        f"{'s' if len(paths) > 1 else ''})",
+                        notes=f"only .ipynb and .zip files are graded; {who} handed in "
+                        f"{', '.join(p.name for p in paths)}; "
+                        + UNREADABLE_NOTE.format(student=who)))
+    return rows, others
 
 
 def notebook_chapter(nb) -> str | None:
@@ -1218,6 +1263,16 @@ NO_VERDICT = ("this test never reached the grader's judge (the notebook stopped 
               "the tests)")
 
 
+def feedback_hint(hint: str) -> str:
+    """A test's hint as the feedback line shows it after "failed: ": without the "fails: " that
+    the judge and the kernel put before a checker's message (the line would read "failed:
+    fails: ...")."""
+    hint = str(hint).strip()
+    while hint.lower().startswith("fails:"):
+        hint = hint[len("fails:"):].strip()
+    return hint or "the test failed (no message)"
+
+
 def apply_verdicts(row: Row, table: dict[str, list[str]], verdicts: dict) -> None:
     """The judge's verdicts replace otter's in-kernel results of the hidden tests: one point per
     test the judge passed; a test without a verdict scores 0 with :data:`NO_VERDICT`. A question
@@ -1231,7 +1286,7 @@ def apply_verdicts(row: Row, table: dict[str, list[str]], verdicts: dict) -> Non
             ok, hint = verdicts.get(key, (False, NO_VERDICT))
             score += 1.0 if ok else 0.0
             lines.append(f"- hidden test {j} ({1 if ok else 0} / 1): "
-                         + ("passed" if ok else f"failed: {hint[:500]}"))
+                         + ("passed" if ok else f"failed: {feedback_hint(hint)[:500]}"))
         possible = row.scores.get(q, (0.0, float(len(keys))))[1]
         row.scores[q] = (score, possible)
         row.messages[q] = lines
@@ -1332,10 +1387,10 @@ def _hint(output: str) -> str:
     otter's output (the hidden tests' code holds their keys and forbidden lists)."""
     found = re.findall(r"AssertionError: (.+)", output)
     if found:
-        return found[-1].strip()[:500]
+        return feedback_hint(found[-1])[:500]
     found = re.findall(r"^\w*(?:Error|Exception|Interrupt|Limit): (.+)$", output, re.M)
     if found:
-        return found[-1].strip()[:500]
+        return feedback_hint(found[-1])[:500]
     return "the test failed (no message)"
 
 
@@ -1473,9 +1528,12 @@ def write_outputs(rows: list[Row], out: Path, questions: list[str],
             w.writerow([r.student, r.file, r.chapter, r.status, f"{r.total if r.scores else 0:g}",
                         f"{denominator(r):g}", *[f"{r.scores.get(q, (0.0, 0.0))[0]:g}"
                                                 for q in questions], r.notes])
-        for p in skipped:  # not a submission: a row that says so, no points, no feedback file
-            w.writerow(["", str(p), "", "skipped: not a submission (only .ipynb and .zip "
-                        "files are graded)", "", "", *["" for _ in questions], ""])
+        for item in skipped:  # beside a submission: a row that says so, no points or feedback
+            who, p = item if isinstance(item, tuple) else ("", item)
+            w.writerow([who, str(p), "", "skipped: not a submission (only .ipynb and .zip "
+                        "files are graded)", "", "", *["" for _ in questions],
+                        f"not graded; {who}'s submission is graded in its own row" if who
+                        else "not graded"])
     fb = out / "feedback"
     fb.mkdir(exist_ok=True)
     for r in rows:
@@ -1584,12 +1642,11 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
         table = hidden_tests(ag)
         digest = grader_digest()
         questions = sorted(points)
-        rows: list[Row] = []
         todo: list[Submission] = []
+        rows, skipped = unreadable_rows(subs, skipped, Path(folder), chapter)
         for s in subs:
             if s.error:
-                rows.append(Row(s.student, str(s.origin), chapter, f"unreadable: {s.error}",
-                                notes=s.note))
+                continue  # a row of unreadable_rows
             elif s.chapter and s.chapter != chapter:
                 rows.append(Row(s.student, str(s.origin), chapter,
                                 f"wrong chapter: {s.chapter}",
@@ -1680,7 +1737,7 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
                 + ", ".join(group))
         if skipped:
             log(f"skipped {len(skipped)} file(s) that are not submissions (only .ipynb and "
-                ".zip are): " + ", ".join(str(p) for p in skipped))
+                ".zip are): " + ", ".join(str(p) for _, p in skipped))
         csv_path = write_outputs(rows, out, questions, points, skipped=skipped)
         return rows, csv_path
     finally:
@@ -1691,7 +1748,8 @@ def grade(folder, *, chapter: str | None = None, out: str | os.PathLike = "grade
         shutil.rmtree(work, ignore_errors=True)
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``make grade`` (``python -m homework.grade``), with its defaults."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("submissions", help="a folder (flat, per-student subfolders, zips) or a file")
@@ -1713,7 +1771,11 @@ def main(argv=None) -> int:
     p.add_argument("--accept-flagged", default="", metavar="STUDENTS",
                    help="comma-separated students whose flagged notebook you reviewed and "
                    "accept: their otter points count")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
     try:
         rows, csv_path = grade(a.submissions, chapter=a.chapter, out=a.out,
                                autograder=a.autograder, docker=a.docker, jobs=a.jobs,

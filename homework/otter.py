@@ -48,6 +48,7 @@ FORBIDDEN = {
 }
 
 HIDDEN_KEYS = 2  # hidden tests (fresh keys) per coding exercise, one point each
+MANUAL_POINTS = 2  # a derivation (or code without a checker): graded by hand
 
 NO_PDF_MESSAGE = ("The PDF of your written answers could not be made on this machine (it needs "
                   "LaTeX and pandoc). Click the button to make the zip without it: your "
@@ -323,6 +324,16 @@ def public_cases(setup: str, questions) -> dict:
     return out
 
 
+def question_points(q) -> tuple[int, bool]:
+    """``(points, manual)`` of a question as :func:`master_notebook` assigns them: a coding
+    question with a checker has :data:`HIDDEN_KEYS` hidden tests of one point, plus one for
+    writing its own code when it is in :data:`FORBIDDEN`; anything else (a derivation, code
+    without a checker) is graded by hand, :data:`MANUAL_POINTS`."""
+    if q.kind == "derivation" or not q.check_id:
+        return MANUAL_POINTS, True
+    return HIDDEN_KEYS + (1 if q.check_id in FORBIDDEN else 0), False
+
+
 def _test_cell(body: str, *, points: float, hidden: bool, failure: str | None = None) -> str:
     config = [f"points: {points}", f"hidden: {'true' if hidden else 'false'}"]
     if failure:
@@ -340,17 +351,17 @@ def question_cells(q: Question, seeds: list[int], public=None):
     statement = "\n".join(q.statement).strip("\n")
     if q.kind == "derivation":
         answer = "\n".join(q.solution_md).strip("\n") or "(see the chapter)"
-        return [raw(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: 2"),
+        return [raw(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: {MANUAL_POINTS}"),
                 md(f"**Question `{q.name}` (written answer, graded by hand).** {statement}"),
                 raw("# BEGIN SOLUTION"), md(answer), raw("# END SOLUTION"),
                 raw("# END QUESTION")]
     if not q.check_id:  # code without a checker: graded by hand, like a derivation
-        return ([raw(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: 2"),
+        return ([raw(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: {MANUAL_POINTS}"),
                  md(f"**Question `{q.name}` (code, graded by hand).** {statement}"),
                  raw("# BEGIN SOLUTION")]
                 + [code(solution_cell(src)) for src in q.solution_code]
                 + [raw("# END SOLUTION"), raw("# END QUESTION")])
-    n_hidden = len(seeds) + (1 if q.check_id in FORBIDDEN else 0)
+    n_hidden = len(seeds) + (1 if q.check_id in FORBIDDEN else 0)  # = question_points(q)
     cells = [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: {n_hidden}"),
              md(f"**Question `{q.name}`.** {statement}")]
     keep = set(re.findall(r"[A-Za-z_]\w*", q.answer or ""))
@@ -456,7 +467,8 @@ def master_notebook(chapter: str | os.PathLike, *, seed_source=None, gradescope=
     draw = seed_source or (lambda: secrets.randbelow(2**31 - 1) + 1)
     config = {
         "name": path.stem,
-        "requirements": "requirements.txt",
+        # the homework's runtime only (not the book's toolchain): requirements-runtime.txt
+        "requirements": "requirements-runtime.txt",
         "overwrite_requirements": True,
         "python_version": "3.11",
         "init_cell": True,
@@ -588,10 +600,10 @@ def assign(chapters=None, out: str | os.PathLike | None = None, *, run_tests: bo
         shutil.rmtree(base, ignore_errors=True)
         master = base / "master"
         master.mkdir(parents=True)
-        shutil.copy(ROOT / "requirements.txt", master / "requirements.txt")
+        shutil.copy(ROOT / "requirements-runtime.txt", master / "requirements-runtime.txt")
         # the hidden tests' support: the checkers and the library they compare against
         shutil.copytree(ROOT / "homework", master / "homework",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+                        ignore=shutil.ignore_patterns("__pycache__", "*.md"))
         shutil.copytree(ROOT / "lib", master / "lib", ignore=shutil.ignore_patterns("__pycache__"))
         nbformat.write(nb, master / f"{stem}.ipynb")
         dist = base / "dist"

@@ -5,7 +5,7 @@
 Needs `make assign CHAPTER=setup` first. Prints the wall time, the CPU time of the grading
 processes (user + sys of every finished child: otter run, its kernel) per submission, and the
 projection to 200 submissions on 2 idle cores (CPU time x 200 / 2), the figure quoted in
-chapters/instructors.md. Unless --no-cache, each submission's kernel starts from a private copy
+homework/DESIGN.md. Unless --no-cache, each submission's kernel starts from a private copy
 of the JAX cache that one run of the handout compiled before the first submission (that run is
 counted in the times, and also shown alone); --warm-from solution fills it with a run of the
 solution notebook instead (for comparison only: `make grade` never does, as the cache entries

@@ -621,13 +621,13 @@ def test_a_row_whose_otter_feedback_says_failed_with_points_is_flagged():
     feedback "failed: not attempted": the row is flagged and its points withheld."""
     row = hg.Row("s", "s.ipynb", "parity", scores={"p": (2.0, 2.0), "q": (1.0, 2.0)},
                  messages={"p": ["- hidden (2 / 2): failed: not attempted: replace the ..."],
-                           "q": ["- hidden (1 / 2): failed: fails: off"]})
+                           "q": ["- hidden (1 / 2): failed: off"]})
     hg.flag_contradictions(row, accepted=False)
     assert row.status.startswith("flagged") and row.total == 0
     assert row.otter_scores == {"p": (2.0, 2.0), "q": (1.0, 2.0)}
     assert "--accept-flagged s" in row.notes
     fine = hg.Row("t", "t.ipynb", "parity", scores={"q": (1.0, 2.0)},
-                  messages={"q": ["- hidden (1 / 2): failed: fails: off",
+                  messages={"q": ["- hidden (1 / 2): failed: off",
                                   "- hidden test 1 (1 / 1): passed"]})
     hg.flag_contradictions(fine, accepted=False)
     assert fine.status == "graded" and fine.total == 1.0
@@ -718,8 +718,18 @@ def test_the_judges_verdicts_replace_otters_hidden_results():
     hg.apply_verdicts(row, table, {"e|1|value": (True, ""), "e|2|value": (False, "fails: x")})
     assert row.scores == {"q": (1.0, 3.0), "p": (1.0, 1.0)}  # the in-kernel one keeps otter's
     assert row.messages["q"] == ["- hidden test 1 (1 / 1): passed",
-                                 "- hidden test 2 (0 / 1): failed: fails: x",
+                                 "- hidden test 2 (0 / 1): failed: x",  # not "failed: fails: x"
                                  f"- hidden test 3 (0 / 1): failed: {hg.NO_VERDICT}"]
+
+
+def test_feedback_hint_drops_the_judges_fails_prefix():
+    """Issue 16: the feedback read "failed: fails: <hint>" (the judge's and the kernel's
+    message starts with "fails: ")."""
+    assert hg.feedback_hint("fails: off by a relative 1e-3") == "off by a relative 1e-3"
+    assert hg.feedback_hint("Fails:  fails: x") == "x"
+    assert hg.feedback_hint("not attempted: replace the ...") == "not attempted: replace the ..."
+    assert hg.feedback_hint("fails:") == "the test failed (no message)"
+    assert hg._hint("...\nAssertionError: fails: wrong sign\n") == "wrong sign"
 
 
 def test_the_static_scan_flags_tampering_and_not_the_handout():
@@ -835,8 +845,18 @@ def test_several_files_of_one_student_other_files_and_a_broken_zip_are_reported(
     text = "\n".join(lines)
     assert "grace handed in 2 files" in text and "skipped 1 file(s)" in text, text
     assert "ann: unreadable: broken zip (re-export) 0" in text
-    assert "skipped: not a submission" in csv_path.read_text()
+    import csv
+
+    with open(csv_path) as f:
+        recs = list(csv.DictReader(f))
+    skipped_rows = [r for r in recs if r["status"].startswith("skipped: not a submission")]
+    assert [(r["student"], Path(r["file"]).name) for r in skipped_rows] == [("grace",
+                                                                             "notes.txt")]
+    assert "grace's submission is graded in its own row" in skipped_rows[0]["notes"]
     assert not (tmp_path / "g" / "feedback" / "notes.md").exists()
+    ann = next(r for r in recs if r["student"] == "ann")  # the broken zip: zeros and a note
+    assert (ann["total"], ann["q1"], ann["q2"]) == ("0", "0", "0")
+    assert "export cell" in ann["notes"] and "not graded, 0 points: ask ann" in ann["notes"]
 
 
 def test_progress_lines_are_cut_at_a_word():
@@ -875,6 +895,10 @@ def test_other_chapter_and_unreadable_are_reported_with_the_chapter_total(tmp_pa
     folder.mkdir()
     (folder / "lost.ipynb").write_text(json.dumps(_nb("lazy_training")))
     (folder / "garbage.ipynb").write_text("{")
+    (folder / "carol.pdf").write_bytes(b"%PDF-1.4")  # handed in a PDF only
+    (folder / "dave").mkdir()
+    (folder / "dave" / "answers.py").write_text("x = 1\n")
+    (folder / "dave" / "notes.txt").write_text("notes\n")
     ag = _autograder(tmp_path / "ag.zip")
     assert hg.autograder_points(ag) == {"q1": 2.0, "q2": 2.0}
     rows, csv_path = hg.grade(folder, chapter="setup", out=tmp_path / "g", autograder=ag,
@@ -889,7 +913,15 @@ def test_other_chapter_and_unreadable_are_reported_with_the_chapter_total(tmp_pa
         recs = {r["student"]: r for r in csv.DictReader(f)}
     assert list(recs["lost"])[:8] == ["student", "file", "chapter", "status", "total",
                                       "possible", "q1", "q2"]
-    for student in ("lost", "garbage"):  # 0 out of the chapter's 4 points, not "0 / 0"
+    # issue 16: a student whose files could not be read has a row of zeros with a note, never
+    # an empty or missing row
+    assert status["carol"][0] == "unreadable: not a notebook (.pdf file)"
+    assert status["dave"][0] == "unreadable: not a notebook (.py, .txt files)"
+    assert "answers.py" in status["dave"][1] and "notes.txt" in status["dave"][1]
+    for student in ("garbage", "carol", "dave"):
+        assert "not graded, 0 points: ask " + student in recs[student]["notes"]
+        assert (recs[student]["q1"], recs[student]["q2"]) == ("0", "0")
+    for student in ("lost", "garbage", "carol", "dave"):  # 0 out of the chapter's 4, not 0 / 0
         assert (recs[student]["total"], recs[student]["possible"]) == ("0", "4")
         text = (tmp_path / "g" / "feedback" / f"{student}.md").read_text()
         assert "Points: 0 / 4" in text and "was not graded" in text
@@ -924,7 +956,8 @@ def test_feedback_shows_points_pass_fail_and_hints_never_the_hidden_tests(tmp_pa
     text = (tmp_path / "feedback" / "ann.md").read_text()
     assert "## q: 1 / 3" in text and "## r: 2 / 2" in text
     assert "- public (0 / 0): passed" in text
-    assert "- hidden (1 / 3): failed: fails: this exercise asks you to compute it yourself" in text
+    assert "- hidden (1 / 3): failed: this exercise asks you to compute it yourself" in text
+    assert "fails:" not in text  # the judge's "fails: " prefix is not doubled after "failed: "
     assert "- hidden (2 / 2): passed" in text
     for secret in ("verify(", "seed=", "1234567", "7654321", "forbid", "jax:jacrev",
                    "lib:empirical_ntk"):
@@ -1093,6 +1126,30 @@ def test_assign_and_grade_every_case(tmp_path):
     # aliases of the forbidden functions are refused by their code
     assert "without this library function" in (
         tmp_path / "grades" / "feedback" / "attack_alias.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_instructors_sample_grades_as_the_page_says(tmp_path):
+    """The harmless sample of the instructors page (``write_sample``): the correct notebook gets
+    every point, the partly wrong one loses the points of ``symmetrize`` only; neither is
+    flagged, and the feedback names the failed question's hint once ("failed: ", no "fails:")."""
+    from homework.cases import SYM, write_sample
+
+    dist = ho.assign(["setup"], tmp_path / "assign", run_tests=False)["setup"]
+    expected = write_sample(dist, tmp_path / "subs")
+    ag = next((dist / "autograder").glob("*.zip"))
+    with zipfile.ZipFile(ag) as z:  # the autograder installs the runtime pins, not the book's
+        env = z.read("environment.yml").decode()  # otter writes the requirements' pins there
+    assert "- otter-grader==" in env and "- jax==" in env and "jupyter-book" not in env
+    rows, csv_path = hg.grade(tmp_path / "subs", out=tmp_path / "grades", autograder=ag,
+                              docker="no", jobs=2, cell_timeout=60, timeout=600)
+    got = {r.student: r for r in rows}
+    assert sorted(got) == ["correct", "partly_wrong"]
+    for student, want in expected.items():
+        assert got[student].status == want["status"], (student, got[student].notes)
+        assert {q: s for q, (s, _) in got[student].scores.items()} == want["points"]
+    text = (tmp_path / "grades" / "feedback" / "partly_wrong.md").read_text()
+    assert f"## {SYM}: 0 / 2" in text and "failed: " in text and "fails:" not in text
 
 
 @pytest.mark.slow

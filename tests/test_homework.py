@@ -239,3 +239,17 @@ def test_student_command_line_help(capsys):
     with pytest.raises(SystemExit) as exit_:
         module["main"](["--help"])
     assert exit_.value.code == 0 and "usage" in capsys.readouterr().out.lower()
+
+
+def test_question_points_of_the_setup_chapter_are_those_the_grading_cases_expect():
+    """``homework.otter.question_points`` (what the instructors page tabulates) against the points
+    written by hand in ``homework.cases.FULL`` for the setup homework: 3 for the tangent kernel
+    (two hidden tests and the own-code point), 2 for symmetrize, 3 for gradient descent; the two
+    derivations are graded by hand."""
+    import homework.cases as cases
+    import homework.otter as ho
+
+    questions = ho.chapter_questions(hw.resolve_chapter("setup"))[2]
+    points = {q.name: ho.question_points(q) for q in questions}
+    assert {n: p for n, (p, manual) in points.items() if not manual} == cases.FULL
+    assert [p for p, manual in points.values() if manual] == [ho.MANUAL_POINTS] * 2
