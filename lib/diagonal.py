@@ -711,7 +711,10 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             (after the rescaling below) or the limit outside float64's range. ``X`` and ``y``
             with entries beyond ``1e+-100`` are solved in scaled form (the limit for
             :math:`(c_x X', c_y y', \alpha)` is :math:`c_y/c_x` times the limit for
-            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`); an ``X`` so ill-conditioned that
+            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`; a limit below the normal range
+            2.2e-308 whose rounding to float64 would cost more than ``tol`` of its norm is
+            refused as underflowing, e.g. ``X = [[1e200, 1e200]]``, ``y = [1e-200]``, limit
+            about 5e-401); an ``X`` so ill-conditioned that
             the limit's own rounding, :math:`\epsilon\,\||X||\beta|\| / \|y\|`, is above
             ``tol / 100`` and Newton (also on the equivalent system with orthonormal rows,
             tried when the first solve fails) does not reach ``tol``; an ``X`` for which the
@@ -757,12 +760,15 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
                                   np.exp(log_a) if not scalar else float(np.exp(log_a[0])),
                                   depth, tol=tol, max_iter=max_iter, return_info=return_info)
         beta, info = res if return_info else (res, None)
-        with np.errstate(over="ignore", under="ignore"):
-            beta = np.asarray(beta) * (cy / cx) if np.isfinite(cy / cx) and cy / cx > 0 else \
-                np.asarray(beta) * cy / cx
-        if not np.all(np.isfinite(beta)):
-            raise ValueError(f"the limit is outside float64's range (max |y| / max |X| = "
-                             f"{cy:.3e} / {cx:.3e})")
+        # beta cy / cx in numpy, one power-of-two shift: a limit below float64's normal range
+        # is refused when rounding it costs more than tol (X = [[1e200, 1e200]], y = [1e-200]
+        # has the limit [5e-401, 5e-401], was returned as [0, 0])
+        beta = np.asarray(beta)
+        rows = beta.reshape(-1, beta.shape[-1])
+        beta = np.stack([_validate.scaled_result(
+            row, cy, cx, tol=tol, what="the limit beta",
+            names=f"max |y| / max |X| = {cy:.3e} / {cx:.3e}") for row in rows]).reshape(
+                beta.shape)
         beta = jnp.asarray(beta)
         if return_info:
             return beta, info._replace(nu=np.asarray(info.nu) / cx)
