@@ -122,7 +122,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             ``X`` whose condition number (over the singular values kept, after scaling to
             max 1) exceeds ``1e-9 / eps`` (~4.5e6), where no float64 solution is guaranteed
             the promised accuracy (rows or columns at very different scales, e.g. 1e100,
-            count here); or an interpolant outside float64's range.
+            count here); or an interpolant outside float64's range: overflowing, or
+            underflowing (below the normal range 2.2e-308, where rounding it would cost more
+            than 1e-9 of its norm: ``X = [[1e300, 1]]``, ``y = [1e-300]`` has an interpolant
+            of size about 1e-600), the message naming ``max |y| / max |X|``.
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
             For ``p = 1`` an answer that fails (or an "infeasible" verdict on a consistent,
             ill-conditioned ``X``) is retried on the whitened system
@@ -275,7 +278,8 @@ def _certify_original(cert, beta, X, y, forward_error):
         allow = np.finfo(float).eps * (np.abs(X / _validate.pow2_scale(X))
                                        @ np.abs(beta / _validate.pow2_scale(beta)))
         excess = np.maximum(np.abs(r) / s - allow, 0.0)
-    residual = float(_validate.norm(excess) * s / _validate.norm(y))
+    ny = _validate.norm(y)
+    residual = float(_validate.norm(excess) * s / ny) if ny > 0 else np.inf
     # the forward error of the returned beta itself, from its exact residual: d = X_S^+ r on its
     # support S (a residual below the rounding allowance can still hide an error of up to
     # cond(X_S) times it), at least the refinement's own estimate
@@ -286,7 +290,10 @@ def _certify_original(cert, beta, X, y, forward_error):
 
         with np.errstate(all="ignore"):
             d = qr_lstsq(X[:, support], r, lapack_driver="gelsy", check_finite=False)[0]
-            fe = float(_validate.norm(d) / _validate.norm(beta[support]))
+            # ratio of the mantissas and powers of two: no ZeroDivisionError for a beta whose
+            # norm underflows (X = [[1e300, 1]], y = [1e-300] raised one)
+            (md, ed), (mb, eb) = _validate.norm_pow2(d), _validate.norm_pow2(beta[support])
+            fe = float(np.ldexp(md / mb, ed - eb)) if mb > 0 else np.inf
     # the residual beyond rounding, seen through all of X: a beta fitting y to 1e-10 along a
     # direction where X has singular value 1e-10 is O(1) away from every interpolant (rows
     # (1, 2, 3) and (1, 2, 3 + 1e-9), y = (1, 1): the LP's [0, 0, 1/3] leaves a residual
@@ -299,8 +306,9 @@ def _certify_original(cert, beta, X, y, forward_error):
         keep = sv_all > max(X.shape) * np.finfo(float).eps * sv_all[0]
         signed = np.sign(r / s) * excess  # scaled by s and by pow2_scale(X) like Xs
         d_all = Vt[keep].T @ ((U[:, keep].T @ signed) / sv_all[keep])
-        fe_all = float(_validate.norm(d_all) * s / _validate.pow2_scale(X)
-                       / _validate.norm(beta))
+        nbeta = _validate.norm(beta)
+        fe_all = (float(_validate.norm(d_all) * s / _validate.pow2_scale(X) / nbeta)
+                  if nbeta > 0 else np.inf)
     forward_error = max(float(forward_error), fe if np.isfinite(fe) else np.inf,
                         fe_all if np.isfinite(fe_all) else np.inf)
     cert = cert._replace(residual=residual, forward_error=forward_error)
@@ -388,8 +396,10 @@ def _l1_interpolant_columns(X, y):
                            f"({cert})")
     with np.errstate(over="ignore", under="ignore"):
         beta = (bp / c) * sy
+    # exact residual, scaled norms (np.linalg.norm of [1e-300] is 0: a beta flushed to 0
+    # "solved" y = [1e-300])
     if not (np.all(np.isfinite(beta)) and
-            np.linalg.norm(X @ beta - y) <= 1e-8 * np.linalg.norm(y)):
+            _validate.norm(_exact_residual(X, beta, y)) <= 1e-8 * _validate.norm(y)):
         raise RuntimeError("min_norm_interpolant: the column-scaled solution does not solve "
                            "X beta = y")
     return beta, cert
@@ -578,8 +588,11 @@ def _refine_on_support(beta_scaled, X, y, factor):
         def correction(b):
             r = _exact_residual(XS, b, y)
             d = solve(r)
-            nb = np.linalg.norm(b)
-            fe = float(np.linalg.norm(d) / nb) if nb > 0 else np.inf
+            # scaled norms, as a ratio of mantissas and powers of two: np.linalg.norm of
+            # entries near 1e-300 underflows to 0 (y = 1e-300 on the row (1e-300, 2e-300, 1)
+            # gave an "error" inf at condition number 1)
+            (md, ed), (mb, eb) = _validate.norm_pow2(d), _validate.norm_pow2(b)
+            fe = float(np.ldexp(md / mb, ed - eb)) if mb > 0 else np.inf
             return d, (fe if np.isfinite(fe) else np.inf)
 
         lp = beta_scaled[support] * factor
@@ -604,21 +617,34 @@ def _refine_on_support(beta_scaled, X, y, factor):
 
 
 def _unscale(beta_scaled, factor, X, y):
-    """beta = beta_scaled * factor, refusing a result outside float64's range."""
+    """beta = beta_scaled * max |y| / max |X| (``factor``, kept for the callers, is that
+    ratio), the scale applied in numpy as one power-of-two shift
+    (:func:`_validate.scaled_result`): a result that overflows, or lies below float64's normal
+    range where rounding would cost more than 1e-9 of its norm (``X = [[1e300, 1]]``,
+    ``y = [1e-300]``: beta ~ 1e-600, was returned as 0), raises ValueError naming X and y.
+    A beta whose residual on the caller's X and y (computed exactly, relative to |y|) is
+    above max(1e-6, rounding level) is refused too."""
     X, y = np.asarray(X), np.asarray(y)
     cx, cy = _validate.max_abs(X), _validate.max_abs(y)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        beta = beta_scaled * factor if np.isfinite(factor) and factor > 0 else \
-            beta_scaled * cy / cx
-        ok = np.all(np.isfinite(beta)) and np.all(np.isfinite(X @ beta))
-        # the product X beta has rounding error ~ eps |X| |beta|, large for ill-conditioned X
-        slack = _BACKWARD * max(X.shape) * np.finfo(float).eps * (
-            np.linalg.norm(X) * np.linalg.norm(beta) / max(np.linalg.norm(y), 1e-300)) \
-            if ok else 0.0
-        fits = ok and np.linalg.norm(X @ beta - y) <= max(1e-6, slack) * np.linalg.norm(y)
-    if not (ok and fits):
-        raise ValueError(f"the interpolant is outside float64's range: it scales as max |y| / "
-                         f"max |X| = {cy:.3e} / {cx:.3e}; rescale X or y")
+    beta = _validate.scaled_result(beta_scaled, cy, cx, tol=_VERIFY_TOL,
+                                   what="the interpolant beta",
+                                   names=f"max |y| / max |X| = {cy:.3e} / {cx:.3e}")
+    # residual on the caller's X and y, exactly and in scaled norms (np.linalg.norm of
+    # entries near 1e-300 underflows to 0, which made a zero beta "fit" y = 1e-300)
+    r = _exact_residual(X, beta, y)
+    nr, ny = _validate.norm_pow2(r), _validate.norm_pow2(y)
+    nx, nb = _validate.norm_pow2(X), _validate.norm_pow2(beta)
+    # the product X beta has rounding error ~ eps |X| |beta|, large for ill-conditioned X
+    with np.errstate(all="ignore"):
+        log_slack = (np.log2(_BACKWARD * max(X.shape) * np.finfo(float).eps)
+                     + (np.log2(nx[0]) + nx[1] + np.log2(nb[0]) + nb[1]
+                        if nb[0] > 0 else -np.inf))
+        log_rel = (np.log2(nr[0]) + nr[1] if nr[0] > 0 else -np.inf) - (np.log2(ny[0]) + ny[1])
+        log_rel_slack = log_slack - (np.log2(ny[0]) + ny[1])
+    if not log_rel <= max(np.log2(1e-6), log_rel_slack):
+        raise ValueError(f"the interpolant beta does not solve X beta = y on the caller's X and "
+                         f"y: relative residual 2^{log_rel:.1f} (computed exactly) with max |y| "
+                         f"/ max |X| = {cy:.3e} / {cx:.3e}; rescale X or y")
     return jnp.asarray(beta)
 
 

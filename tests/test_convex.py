@@ -230,3 +230,17 @@ def test_max_margin_unresolvable_dynamic_range_names_x():
                                              r"below the resolvable relative size"):
             lib.max_margin(X, np.array([1.0, -1.0]), p)
 
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_underflowing_interpolant_is_refused(p):
+    """Issue 21 round 12 (items 2 and 4): X = [[1e300, 1]], y = [1e-300]. Every interpolant
+    has |beta_1| 1e300 + |beta_2| >= 1e-300, so some entry is at least 5e-601 (l2: beta =
+    x y / |x|^2 = (1e-600, 1e-900); l1: (1e-600, 0)): below float64's range. p = 2 returned
+    [0, 0] (not an interpolant) and p = 1 raised ZeroDivisionError; both now refuse naming
+    the underflow. A nearby representable case, y = [1e-10], returns the closed form."""
+    X = np.array([[1e300, 1.0]])
+    with pytest.raises(ValueError, match=r"the interpolant beta: the result underflows float64"):
+        lib.min_norm_interpolant(X, np.array([1e-300]), p)
+    beta = np.asarray(lib.min_norm_interpolant(X, np.array([1e-10]), p))
+    assert beta[0] == pytest.approx(1e-310, rel=1e-9) and abs(beta[1]) <= 1e-300
