@@ -104,8 +104,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         ValueError: bad shapes, non-finite entries, ``X`` all zero or with only subnormal entries
             (``max |X|`` below 2.2e-308), ``p`` not the int 1 or 2 (``2.0`` is
             refused too), ``return_certificate`` not a bool, an inconsistent system (no exact
-            interpolant; for ``p = 2`` and an ``X`` singular to rounding, e.g. a duplicated
-            row with a different target, a system of at most 1000 entries and 30 rows is told
+            interpolant; for an ``X`` singular to rounding (``p = 2``; ``p = 1`` whenever
+            the LP or its whitened form finds no interpolant: rows (1, 1, 0.5) and (1, 1 +
+            2**-52, 0.5), y = (1, 2), are consistent), e.g. a duplicated row with a
+            different target, a system of at most 1000 entries and 30 rows is told
             apart in exact rational arithmetic: inconsistent, or consistent with an ``X`` too
             ill-conditioned; a larger one is called inconsistent or too ill-conditioned to
             tell), for ``p = 1`` an ``X`` whose support columns are too ill-conditioned for
@@ -125,7 +127,13 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             count here); or an interpolant outside float64's range: overflowing, or
             underflowing (below the normal range 2.2e-308, where rounding it would cost more
             than 1e-9 of its norm: ``X = [[1e300, 1]]``, ``y = [1e-300]`` has an interpolant
-            of size about 1e-600), the message naming ``max |y| / max |X|``.
+            of size about 1e-600), the message naming ``max |y| / max |X|``; an answer that
+            does not interpolate the caller's ``X`` and ``y``: every answer is checked on them,
+            each row's exact residual relative to :math:`|X_i||\beta| + |y_i|` at most 1e-9,
+            and the message gives the worst row's. When the first solve fails and the rows'
+            largest entries differ by more than 2**20, the equivalent system with rows
+            divided by powers of two is solved instead (rows (1, 2) and (1e-300, 1e-300);
+            ``p = 2`` then refined with exact residuals), its answer checked the same way.
         RuntimeError: the solver's answer does not verify (with the certificate's numbers).
             For ``p = 1`` an answer that fails (or an "infeasible" verdict on a consistent,
             ill-conditioned ``X``) is retried on the whitened system
@@ -150,11 +158,121 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     return_certificate = _validate.boolean("return_certificate", return_certificate)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
+    X0, y0 = np.asarray(X), np.asarray(y)
+    try:
+        beta, cert = _min_norm_solve(X, y, p)
+    except (ValueError, RuntimeError) as err:
+        # rows at very different scales (rows (1, 2) and (1e-300, 1e-300)): after dividing by
+        # max |X| alone the small rows fall below every solver tolerance. Retry on the
+        # equivalent system with each row divided by a power of two (_row_scaled); whatever
+        # it returns must interpolate the caller's X and y (_check_interpolates below: on the
+        # scaled system alone X = [[1, 1e20], [1, 0]], y = [0, 1] "verified" [1, 0])
+        scaled = _row_scaled(X0, y0)
+        retry = None
+        if scaled is not None:
+            try:
+                retry = _min_norm_solve(jnp.asarray(scaled[0]), jnp.asarray(scaled[1]), p)
+            except (ValueError, RuntimeError):
+                retry = None
+        if retry is None:
+            if p == 1 and isinstance(err, ValueError) and \
+                    str(err).startswith("X beta = y is inconsistent"):
+                _consistent_l1_refusal(X0, y0)  # raises when exactly consistent
+            raise
+        beta, cert = retry
+        if p == 2:
+            # normwise accurate is not enough for rows at different scales: the row-scaled
+            # solve of X = [[1, 1e20], [1, 0]], y = [0, 1] gave beta_2 = 0 (error 1e-20 beside
+            # |beta| = 1) where the first row needs beta_2 = -1e-20; a few steps of refinement
+            # with exact residuals on the row-scaled system fix such components (the minimum-norm
+            # correction stays in the row space of X)
+            beta = _refine_rows(np.asarray(beta), *scaled)
+    _check_interpolates(np.asarray(beta), X0, y0)
+    return (beta, cert) if return_certificate else beta
+
+
+def _refine_rows(beta, Xs, ys, steps=5):
+    """``beta`` after up to ``steps`` of iterative refinement of ``Xs beta = ys`` with the
+    residual computed exactly (:func:`_exact_residual`) and minimum-norm least-squares
+    corrections; returned as a JAX array."""
+    for _ in range(steps):
+        r = _exact_residual(Xs, beta, ys)
+        if not np.any(r):
+            break
+        with np.errstate(all="ignore"):
+            d = np.linalg.lstsq(Xs, r, rcond=None)[0]
+        if not np.all(np.isfinite(d)):
+            break
+        beta = beta - d
+    return jnp.asarray(beta)
+
+
+def _row_scaled(X, y):
+    """``(X, y)`` with each row of both divided by the power of two of the row's largest
+    |entry| (exact unless an entry leaves float64's normal range: the caller checks the
+    answer on the original system), or None when the rows' scales differ by at most 2**20, a
+    row is zero, or a scaled target over- or underflows."""
+    rmax = np.max(np.abs(X), axis=1)
+    if np.any(rmax == 0) or np.max(rmax) <= 2.0 ** 20 * np.min(rmax):
+        return None
+    r = _validate.pow2_of(rmax)
+    with np.errstate(over="ignore", under="ignore"):
+        ys = y / r
+        Xs = X / r[:, None]
+    if not np.all(np.isfinite(ys)) or np.any((np.abs(ys) < _validate.TINY) & (y != 0)):
+        return None
+    return Xs, ys
+
+
+def _check_interpolates(beta, X, y):
+    """Raise ValueError unless ``beta`` interpolates the caller's ``X`` and ``y``: the exact
+    residual of each row (:func:`_exact_residual`, rows divided by powers of two first)
+    relative to that row's :math:`|X_i||\beta| + |y_i|` must be at most 1e-9 (rounding
+    beta to float64 alone leaves about eps of it)."""
+    r = _validate.pow2_of(np.max(np.abs(X), axis=1))
+    sb = _validate.pow2_scale(beta)
+    with np.errstate(over="ignore", under="ignore"):
+        Xr, bs = X / r[:, None], beta / sb
+        ys = (y / r) / sb
+    worst = np.inf
+    if np.all(np.isfinite(ys)):
+        res = _exact_residual(Xr, bs, ys)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            scale = np.abs(Xr) @ np.abs(bs) + np.abs(ys)
+            rel = np.where(scale > 0, np.abs(res) / np.where(scale > 0, scale, 1.0), 0.0)
+        worst = float(np.max(rel))
+    if not worst <= _VERIFY_TOL:
+        i = int(np.argmax(rel)) if np.isfinite(worst) else 0
+        raise ValueError(f"the computed beta does not interpolate the caller's X and y: row "
+                         f"{i} has residual |X_i beta - y_i| = {worst:.3e} relative to "
+                         f"|X_i| |beta| + |y_i| (tol {_VERIFY_TOL:.0e}); X is too "
+                         f"ill-conditioned or badly scaled for a float64 interpolant; rescale "
+                         f"or regularize X")
+
+
+def _consistent_l1_refusal(X, y):
+    """After a p = 1 "inconsistent" from float64 (HiGHS, or the whitened system's
+    least-squares residual): for a small system, decide consistency exactly
+    (:func:`_exact_ranks`); a consistent one (rows (1, 1, 0.5) and (1, 1 + 2**-52, 0.5),
+    y = (1, 2): beta = (1 - 2**52, 2**52, 0)) raises the ill-conditioning error instead.
+    Returns when the system is inconsistent or too large to tell."""
+    ranks = _exact_ranks(X, y)
+    if ranks is None or ranks[0] != ranks[1]:
+        return
+    sv = np.linalg.svd(X / _validate.pow2_scale(X), compute_uv=False)
+    raise ValueError(_ill_conditioned(sv, float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf)
+                     + f" (it is consistent: in exact arithmetic X and [X | y] both have rank "
+                     f"{ranks[0]})") from None
+
+
+def _min_norm_solve(X, y, p):
+    """The solve of :func:`min_norm_interpolant` on checked ``X`` and ``y``: ``(beta,
+    certificate)``."""
     # Solve the scaled problem (X / cx) b' = y / cy, b = b' cy / cx: tolerances are then relative.
     Xn, yn, cx, cy = *_scaled(np.asarray(X), np.asarray(y)),
     if cy == 0.0:
         zero = jnp.zeros(Xn.shape[1])
-        return (zero, None) if return_certificate else zero
+        return zero, None
     if p == 2:
         beta, _, _, sv = np.linalg.lstsq(Xn, yn, rcond=None)
         resid = np.linalg.norm(Xn @ beta - yn) / np.linalg.norm(yn)
@@ -178,7 +296,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
                 raise ValueError(_ill_conditioned(sv, cond_all))
             direct = _min_norm_full_row_rank(np.asarray(X), np.asarray(y))
             if direct is not None:
-                return (direct, None) if return_certificate else direct
+                return direct, None
         if resid > 1e-8 and not full_rank:
             # singular to rounding: float64 cannot tell an inconsistent system (a duplicated row
             # with another target) from an exactly full-rank but too ill-conditioned one (rows
@@ -223,7 +341,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             raise ValueError(_ill_conditioned(sv, cond))
         # lstsq returns the minimum-norm solution for under-determined systems
         beta = _unscale(beta, cy / cx, X, y)
-        return (beta, None) if return_certificate else beta
+        return beta, None
     try:
         try:
             beta, cert = _l1_interpolant(Xn, yn)
@@ -255,7 +373,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         beta, fe = _refine_on_support(beta, np.asarray(X), np.asarray(y), 1.0)
         cert = _certify_original(cert, beta, np.asarray(X), np.asarray(y), fe)
         beta = jnp.asarray(beta)
-    return (beta, cert) if return_certificate else beta
+    return beta, cert
 
 
 _EXACT_MAX = 1000

@@ -244,3 +244,53 @@ def test_min_norm_interpolant_underflowing_interpolant_is_refused(p):
         lib.min_norm_interpolant(X, np.array([1e-300]), p)
     beta = np.asarray(lib.min_norm_interpolant(X, np.array([1e-10]), p))
     assert beta[0] == pytest.approx(1e-310, rel=1e-9) and abs(beta[1]) <= 1e-300
+
+
+def _cramer2(X, y):
+    """The unique solution of a 2 x 2 system in exact rationals on the float entries."""
+    from fractions import Fraction as F
+
+    (a, b), (c, e) = [[F(float(v)) for v in row] for row in X]
+    y1, y2 = F(float(y[0])), F(float(y[1]))
+    det = a * e - b * c
+    return np.array([float((e * y1 - b * y2) / det), float((a * y2 - c * y1) / det)])
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_rows_of_very_different_scales(p):
+    """Issue 21 round 12 (item 1): rows at very different scales are retried as the
+    equivalent row-scaled system, and the answer is checked on the caller's X and y.
+    Rows (1, 2) and (1e-300, 1e-300), y = (1, 1) were "inconsistent" (p = 1) or "too
+    ill-conditioned" (p = 2); X is invertible, so both minimizers are its unique solution
+    (Cramer's rule in exact rationals). X = [[1, 1e20], [1, 0]], y = (0, 1): the solution is
+    (1, -1e-20); the reverted attempt returned (1, 0), which leaves residual 1 in the first
+    row. The row (1e-300, 2e-300, 1) with y = 1e-300: both minimizers are (0, 0, 1e-300) to
+    rounding (the third column is 1e300 times cheaper per unit of y); p = 1 said "relative
+    error inf at condition number 1"."""
+    for X, y in ((np.array([[1.0, 2.0], [1e-300, 1e-300]]), np.ones(2)),
+                 (np.array([[1.0, 1e20], [1.0, 0.0]]), np.array([0.0, 1.0]))):
+        beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+        np.testing.assert_allclose(beta, _cramer2(X, y), rtol=1e-14, atol=0)
+    beta = np.asarray(lib.min_norm_interpolant(np.array([[1e-300, 2e-300, 1.0]]),
+                                               np.array([1e-300]), p))
+    assert beta[0] == 0.0 and beta[1] == 0.0 and beta[2] == pytest.approx(1e-300, rel=1e-15)
+
+
+def test_min_norm_interpolant_l1_consistent_singular_to_rounding_is_not_inconsistent():
+    """Issue 21 round 12 (item 1): rows (1, 1, 0.5) and (1, 1 + 2**-52, 0.5), y = (1, 2) were
+    called inconsistent for p = 1; beta = (1 - 2**52, 2**52, 0) solves them exactly (checked
+    in exact rationals below), so the refusal must name the conditioning, not inconsistency
+    (p = 2 already did). A duplicated row with another target is still inconsistent."""
+    from fractions import Fraction as F
+
+    X = np.array([[1.0, 1.0, 0.5], [1.0, 1.0 + 2.0 ** -52, 0.5]])
+    y = np.array([1.0, 2.0])
+    b = [F(1) - F(2) ** 52, F(2) ** 52, F(0)]
+    assert all(sum(F(float(x)) * bj for x, bj in zip(row, b, strict=True)) == F(float(t))
+               for row, t in zip(X, y, strict=True))
+    for p in (1, 2):
+        with pytest.raises(ValueError, match=r"^X is too ill-conditioned") as err:
+            lib.min_norm_interpolant(X, y, p)
+        assert "inconsistent" not in str(err.value)
+    with pytest.raises(ValueError, match=r"inconsistent"):
+        lib.min_norm_interpolant(np.array([[1.0, 1.0, 0.5], [1.0, 1.0, 0.5]]), y, 1)
