@@ -89,8 +89,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     (:math:`\|X^\top\lambda\|_\infty \le 1`, scaled system) and relative duality gap
     :math:`|\|\beta\|_1 - y^\top\lambda| / \|\beta\|_1`, each at most 1e-9; the LP's
     point is then refined on its support :math:`S` (iterative refinement of
-    :math:`X_S\beta_S = y` with residuals computed exactly) and its residual and estimated
-    forward error on the caller's ``X`` and ``y`` must be at most 1e-9 too. (An
+    :math:`X_S\beta_S = y` with residuals computed exactly) and its backward error,
+    residual beyond rounding and estimated forward error on the caller's ``X`` and ``y``
+    must be at most 1e-9 too (see :class:`Certificate`, which reports the exact residual,
+    rounding included). (An
     interior-point solver, such as cvxpy's default Clarabel, stops at ``optimal_inaccurate``
     on the sparse-regression problem of the diagonal-regression chapter, d = 1000, N = 100
     (sizes chosen by the course), although its answer is accurate.)
@@ -224,11 +226,10 @@ def _row_scaled(X, y):
     return Xs, ys
 
 
-def _check_interpolates(beta, X, y):
-    """Raise ValueError unless ``beta`` interpolates the caller's ``X`` and ``y``: the exact
-    residual of each row (:func:`_exact_residual`, rows divided by powers of two first)
-    relative to that row's :math:`|X_i||\beta| + |y_i|` must be at most 1e-9 (rounding
-    beta to float64 alone leaves about eps of it)."""
+def _backward_error(beta, X, y):
+    """``(worst, row)``: the largest over rows i of the exact residual
+    :math:`|X_i\beta - y_i|` (:func:`_exact_residual`, rows divided by powers of two first)
+    relative to :math:`|X_i||\beta| + |y_i|`, and its row (``inf`` when not computable)."""
     r = _validate.pow2_of(np.max(np.abs(X), axis=1))
     sb = _validate.pow2_scale(beta)
     with np.errstate(over="ignore", under="ignore"):
@@ -241,8 +242,15 @@ def _check_interpolates(beta, X, y):
             scale = np.abs(Xr) @ np.abs(bs) + np.abs(ys)
             rel = np.where(scale > 0, np.abs(res) / np.where(scale > 0, scale, 1.0), 0.0)
         worst = float(np.max(rel))
+    return worst, (int(np.argmax(rel)) if np.isfinite(worst) else 0)
+
+
+def _check_interpolates(beta, X, y):
+    """Raise ValueError unless ``beta`` interpolates the caller's ``X`` and ``y``: the
+    backward error (:func:`_backward_error`) must be at most 1e-9 (rounding beta to float64
+    alone leaves about eps)."""
+    worst, i = _backward_error(beta, X, y)
     if not worst <= _VERIFY_TOL:
-        i = int(np.argmax(rel)) if np.isfinite(worst) else 0
         raise ValueError(f"the computed beta does not interpolate the caller's X and y: row "
                          f"{i} has residual |X_i beta - y_i| = {worst:.3e} relative to "
                          f"|X_i| |beta| + |y_i| (tol {_VERIFY_TOL:.0e}); X is too "
@@ -429,8 +437,17 @@ def _certify_original(cert, beta, X, y, forward_error):
                   if nbeta > 0 else np.inf)
     forward_error = max(float(forward_error), fe if np.isfinite(fe) else np.inf,
                         fe_all if np.isfinite(fe_all) else np.inf)
-    cert = cert._replace(residual=residual, forward_error=forward_error)
-    if not cert.verified():
+    # the certificate reports the exact residual, rounding included (rows (2, -3, -1, -3),
+    # (2 + 9.9e-11, -3, -1, -3), (-1, 3, -2, 0): 1.7e-7 of |y| where 0.0 was reported, all of
+    # it what rounding the accurate beta ~ 1e10 to float64 leaves), and accepts on the
+    # backward error (relative to |X_i||beta| + |y_i| per row), the residual beyond rounding
+    # and the forward error, each at most 1e-9
+    backward, _ = _backward_error(beta, X, y)
+    with np.errstate(all="ignore"):
+        (mr, er), (my, ey) = _validate.norm_pow2(r), _validate.norm_pow2(y)
+        exact = float(np.ldexp(mr / my, er - ey))
+    cert = cert._replace(residual=exact, backward_error=backward, forward_error=forward_error)
+    if not (cert.verified() and residual <= _VERIFY_TOL):
         sv = np.linalg.svd(X / _validate.pow2_scale(X), compute_uv=False)
         support = np.flatnonzero(beta)
         cond_s = (float(np.linalg.cond(X[:, support])) if 0 < support.size <= X.shape[0]
@@ -440,8 +457,9 @@ def _certify_original(cert, beta, X, y, forward_error):
                          f"columns) the condition number is {cond_s:.3e} (singular values of "
                          f"X scaled to max |X| = 1: {float(sv[-1]):.3e} to {float(sv[0]):.3e}), "
                          f"and the solution, refined with exact residuals, verifies only to "
-                         f"relative error {forward_error:.1e} and relative residual "
-                         f"{residual:.1e} ({cert}); rescale or regularize X")
+                         f"relative error {forward_error:.1e}, backward error {backward:.1e} "
+                         f"and relative residual {residual:.1e} beyond rounding ({exact:.1e} "
+                         f"with it) ({cert}); rescale or regularize X")
     return cert
 
 
@@ -557,9 +575,17 @@ class Certificate(NamedTuple):
         status: the solver's own status message.
         residual: relative primal residual :math:`\|X\beta - y\| / \|y\|` of the returned
             :math:`\beta` on the caller's ``X`` and ``y``, computed exactly (error-free products,
-            exact sums), not counting what rounding :math:`\beta` to float64 leaves
-            (entry-wise :math:`\max(0, |X\beta - y| - \epsilon|X||\beta|)`; for an
-            ill-conditioned ``X`` the rounded optimum's own residual is far above 1e-9).
+            exact sums), what rounding :math:`\beta` to float64 leaves included: for an
+            ill-conditioned ``X`` it is far above 1e-9 (1.7e-7 for rows (2, -3, -1, -3),
+            (2.0000000000993303, -3, -1, -3), (-1, 3, -2, 0), y = (-2, -3, -2), where
+            :math:`\beta \sim 10^{10}`), so it is reported, not tested, once
+            ``backward_error`` is set. (On the solver's own system, before that, it is the
+            float64 residual and is tested.)
+        backward_error: the largest over rows of the exact residual
+            :math:`|X_i\beta - y_i|` relative to :math:`|X_i||\beta| + |y_i|` on the caller's
+            ``X`` and ``y`` (``None`` until computed); the returned :math:`\beta` also has
+            its residual beyond rounding, entry-wise :math:`\max(0, |X\beta - y| -
+            \epsilon|X||\beta|)`, at most 1e-9 of :math:`\|y\|`.
         forward_error: estimated relative error :math:`\|\delta\| / \|\beta\|` of the
             returned :math:`\beta`, with :math:`\delta = X_S^{+}(X_S\beta_S - y)` on its
             support :math:`S` from the exact residual, and at least
@@ -578,12 +604,13 @@ class Certificate(NamedTuple):
     dual_infeasibility: float
     gap: float
     forward_error: float = 0.0
+    backward_error: float | None = None
 
     def verified(self, tol: float = _VERIFY_TOL) -> bool:
-        """True when residual, dual infeasibility, gap and forward error are all at most
-        ``tol``."""
-        return max(self.residual, self.dual_infeasibility, self.gap,
-                   self.forward_error) <= tol
+        """True when the backward error (the residual while ``backward_error`` is None), dual
+        infeasibility, gap and forward error are all at most ``tol``."""
+        primal = self.residual if self.backward_error is None else self.backward_error
+        return max(primal, self.dual_infeasibility, self.gap, self.forward_error) <= tol
 
 
 def _l1_interpolant(Xn, yn):

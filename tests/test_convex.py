@@ -294,3 +294,24 @@ def test_min_norm_interpolant_l1_consistent_singular_to_rounding_is_not_inconsis
         assert "inconsistent" not in str(err.value)
     with pytest.raises(ValueError, match=r"inconsistent"):
         lib.min_norm_interpolant(np.array([[1.0, 1.0, 0.5], [1.0, 1.0, 0.5]]), y, 1)
+
+
+def test_min_l1_certificate_reports_the_exact_residual():
+    """Issue 21 round 12 (item 5): rows (2, -3, -1, -3), (2.0000000000993303, -3, -1, -3),
+    (-1, 3, -2, 0), y = (-2, -3, -2). The certificate said residual 0.0 (its residual left out
+    what rounding beta ~ 1e10 to float64 leaves); it now reports the exact relative residual,
+    recomputed here in rationals, and accepts on the backward error and forward error. The
+    answer itself is compared with the exact minimizer (support enumeration in rationals)."""
+    from fractions import Fraction as F
+
+    X = np.array([[2.0, -3, -1, -3], [2.0000000000993303, -3, -1, -3], [-1.0, 3, -2, 0]])
+    y = np.array([-2.0, -3, -2])
+    beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+    beta = np.asarray(beta)
+    want = np.array([float(v) for v in _exact_min_l1(X, y)])
+    np.testing.assert_allclose(beta, want, rtol=1e-12, atol=0)
+    r = [sum(F(float(a)) * F(float(b)) for a, b in zip(row, beta, strict=True)) - F(float(t))
+         for row, t in zip(X, y, strict=True)]
+    exact = float(sum(v * v for v in r)) ** 0.5 / np.linalg.norm(y)
+    assert exact > 1e-9 and cert.residual == pytest.approx(exact, rel=1e-6)
+    assert cert.verified() and cert.backward_error <= 1e-15
