@@ -630,3 +630,39 @@ def two_product(a, b):
     p = a * b
     e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
     return p, e
+
+
+def scaled_result(v, num, den, *, tol, what, names):
+    """``v * num / den`` as a float64 numpy array, the factor applied as one power of two (an
+    exact shift) after its mantissa, so intermediate products neither overflow nor flush to
+    zero: only the result itself is rounded, to the subnormal grid where it lies below
+    2.2e-308. Raises ``ValueError`` naming ``names`` when the result overflows float64, or
+    when rounding it to the subnormal grid (absolute error up to 2**-1075 per entry, the
+    whole entry for one that becomes 0) costs more than ``tol`` of its norm: the result
+    underflows float64 (a zero or subnormal answer to a nonzero problem would be wrong in
+    silence). Entries negligible beside the largest one may underflow freely."""
+    v = np.asarray(v, dtype=np.float64)
+    mn, en = np.frexp(float(num))
+    md, ed = np.frexp(float(den))
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.ldexp(v * (mn / md), int(en) - int(ed))
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{what}: the result overflows float64 (it scales as {names}): "
+                         f"rescale them")
+    mant, exp = norm_pow2(v * (mn / md))
+    if mant == 0.0:
+        return out
+    lost = (out != 0) & (np.abs(out) < TINY) | ((out == 0) & (v != 0))
+    if np.any(lost):
+        # log2 of (sqrt(#lost) 2^-1075) / (exact norm = mant 2^(exp + en - ed))
+        log2_rel = (0.5 * np.log2(np.count_nonzero(lost)) - 1075.0
+                    - (np.log2(mant) + exp + int(en) - int(ed)))
+        if log2_rel > np.log2(tol):
+            raise ValueError(
+                f"{what}: the result underflows float64: its largest entry is about 2^"
+                f"{int(np.floor(np.log2(max_abs(v * (mn / md))))) + int(en) - int(ed)} "
+                f"(it scales as {names}), below the normal range (2.2e-308), where rounding "
+                f"to float64 would cost a relative error "
+                f"{'of 1 (it becomes 0)' if log2_rel >= 0 else f'~ 2^{log2_rel:.0f}'} > "
+                f"tol = {tol:.0e}: rescale them")
+    return out

@@ -711,7 +711,10 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
             (after the rescaling below) or the limit outside float64's range. ``X`` and ``y``
             with entries beyond ``1e+-100`` are solved in scaled form (the limit for
             :math:`(c_x X', c_y y', \alpha)` is :math:`c_y/c_x` times the limit for
-            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`); an ``X`` so ill-conditioned that
+            :math:`(X', y', \alpha (c_x/c_y)^{1/D})`; a limit below the normal range
+            2.2e-308 whose rounding to float64 would cost more than ``tol`` of its norm is
+            refused as underflowing, e.g. ``X = [[1e200, 1e200]]``, ``y = [1e-200]``, limit
+            about 5e-401); an ``X`` so ill-conditioned that
             the limit's own rounding, :math:`\epsilon\,\||X||\beta|\| / \|y\|`, is above
             ``tol / 100`` and Newton (also on the equivalent system with orthonormal rows,
             tried when the first solve fails) does not reach ``tol``; an ``X`` for which the
@@ -757,12 +760,15 @@ def implicit_bias_limit(X, y, alpha, depth=2, *, tol=1e-9, max_iter=500, return_
                                   np.exp(log_a) if not scalar else float(np.exp(log_a[0])),
                                   depth, tol=tol, max_iter=max_iter, return_info=return_info)
         beta, info = res if return_info else (res, None)
-        with np.errstate(over="ignore", under="ignore"):
-            beta = np.asarray(beta) * (cy / cx) if np.isfinite(cy / cx) and cy / cx > 0 else \
-                np.asarray(beta) * cy / cx
-        if not np.all(np.isfinite(beta)):
-            raise ValueError(f"the limit is outside float64's range (max |y| / max |X| = "
-                             f"{cy:.3e} / {cx:.3e})")
+        # beta cy / cx in numpy, one power-of-two shift: a limit below float64's normal range
+        # is refused when rounding it costs more than tol (X = [[1e200, 1e200]], y = [1e-200]
+        # has the limit [5e-401, 5e-401], was returned as [0, 0])
+        beta = np.asarray(beta)
+        rows = beta.reshape(-1, beta.shape[-1])
+        beta = np.stack([_validate.scaled_result(
+            row, cy, cx, tol=tol, what="the limit beta",
+            names=f"max |y| / max |X| = {cy:.3e} / {cx:.3e}") for row in rows]).reshape(
+                beta.shape)
         beta = jnp.asarray(beta)
         if return_info:
             return beta, info._replace(nu=np.asarray(info.nu) / cx)
@@ -1577,6 +1583,9 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
         depth: int D >= 2.
         tol: KKT tolerance: stop when :math:`\max_n |\min(\lambda_n, g_n)| \le` ``tol`` with
             :math:`g_n = y_n\langle x_n, w\rangle - 1` (margins :math:`\ge 1 -` ``tol``).
+            The returned ``w`` and :math:`\lambda` meet it, checked after the fact (a run
+            that stops above ``tol`` is polished by the second pass described above, and
+            raises if that does not reach it; before, up to ``100 tol`` was accepted).
         max_iter: Newton iterations.
         return_dual: also return :math:`\lambda`.
 
@@ -1594,7 +1603,8 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
             certifies separability); ``mu * max|X|`` outside float64's range. ``X`` with
             ``max|X|`` outside [1e-100, 1e100] is solved in scaled form
             (``w(X, mu) = w(X / c, mu c) / c``).
-        RuntimeError: no convergence within ``max_iter`` (message gives the KKT residual).
+        RuntimeError: no KKT point within ``tol`` after ``max_iter`` iterations of each
+            pass (message gives the KKT residual and the iterations).
 
     Example:
         >>> import numpy as np
@@ -1728,12 +1738,12 @@ def margin_limit(X, y, mu, depth=2, *, tol=1e-10, max_iter=500, return_dual=Fals
     w, weight, f = evaluate(lam)
     lam, w, weight, f, it = newton(lam, w, weight, f, False)
     res = float(np.max(np.abs(np.minimum(lam, A @ w - 1.0))))
-    if not res <= tol * 1e2 or not np.all(np.isfinite(w)):
+    if not res <= tol or not np.all(np.isfinite(w)):
         lam, w, weight, f, it2 = newton(lam, w, weight, f, True)
         it += it2 + 1
     g = A @ w - 1.0
     res = float(np.max(np.abs(np.minimum(lam, g))))
-    if not res <= tol * 1e2 or not np.all(np.isfinite(w)):
+    if not res <= tol or not np.all(np.isfinite(w)):
         # KKT points certify separability (margins >= 1 - tol); without one, find out why
         convex.max_margin(X, y, p=2)  # raises ValueError if the data are not separable
         raise RuntimeError(f"margin_limit: projected Newton did not converge for mu={mu:.3e}, "

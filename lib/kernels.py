@@ -73,9 +73,13 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
             \lambda) >` ``tol`` (a ``K`` singular to rounding, such as a Gram matrix
             :math:`\Phi\Phi^\top` with more points than features, and a ridge below about
             ``eps * max eigenvalue / tol``; the message names the smallest accepted
-            ``ridge``); coefficients outside
-            float64's range. Entries of any magnitude, subnormal ones included, are handled by
-            scaling ``K`` and ``y`` to a largest entry of 1 first (in numpy).
+            ``ridge``); coefficients outside float64's range: overflowing, or underflowing
+            (below the normal range 2.2e-308, where rounding to float64 would cost more than
+            ``tol`` of their norm, e.g. ``K = [[1e300]]``, ``y = [1e-300]``: c = 1e-600;
+            subnormal coefficients accurate to ``tol``, e.g. 1e-308 for ``K = I`` with
+            ``ridge = 1e308``, are returned). Entries of any magnitude, subnormal ones
+            included, are handled by scaling ``K`` and ``y`` to a largest entry of 1 first (in
+            numpy).
 
     Example:
         >>> import jax.numpy as jnp
@@ -107,22 +111,30 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
                          "the interpolant, or a larger ridge")
     # scaled in numpy: XLA on CPU flushes subnormal numbers to zero, so K / kscale computed in
     # JAX would lose entries below ~2.2e-308 and all of K / kscale for kscale above ~4.5e307
-    c = _kernel_regression_scaled(jnp.asarray(_validate.np_div(K, kscale)),
-                                  jnp.asarray(_validate.np_div(y, yscale if yscale > 0 else 1.0)),
-                                  rel_ridge, rcond, tol, kscale)
+    c, den = _kernel_regression_scaled(
+        jnp.asarray(_validate.np_div(K, kscale)),
+        jnp.asarray(_validate.np_div(y, yscale if yscale > 0 else 1.0)), rel_ridge, rcond, tol,
+        kscale)
+    # c = c' max|y| / (max|K| den), the factor applied in numpy as one power of two: the true
+    # coefficients may lie below float64's normal range (K = [[1e300]], y = [1e-300]: c =
+    # 1e-600, was returned as 0), refused then rather than flushed to zero
     with np.errstate(over="ignore", under="ignore"):
-        factor = (yscale if yscale > 0 else 1.0) / kscale
-        out = np.asarray(c) * factor if np.isfinite(factor) else \
-            np.asarray(c) * (yscale if yscale > 0 else 1.0) / kscale
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"the coefficients overflow float64 (max |y| = {yscale:.3e}, max |K| = "
-                         f"{kscale:.3e}): rescale K or y")
+        kd = kscale * den
+    if not np.isfinite(kd):
+        kd_num, kd_den = yscale if yscale > 0 else 1.0, kscale
+        c = np.asarray(c) / den
+    else:
+        kd_num, kd_den = yscale if yscale > 0 else 1.0, kd
+    out = _validate.scaled_result(np.asarray(c), kd_num, kd_den, tol=tol,
+                                  what="the coefficients c",
+                                  names=f"max |y| / max |K| = {yscale:.3e} / {kscale:.3e}")
     return jnp.asarray(out)
 
 
 def _kernel_regression_scaled(K, y, ridge, rcond, tol, kscale=1.0):
     """kernel_regression on K with max |K| = 1 (checked by the caller); ``kscale`` (the
-    original max |K|) only for the messages."""
+    original max |K|) only for the messages. Returns ``(c', den)``: the coefficients are
+    ``c' / den`` (``den`` > 1 only with a ridge, the largest eigenvalue of ``K + ridge I``)."""
     scale = float(jnp.max(jnp.abs(K)))
     if float(jnp.max(jnp.abs(K - K.T))) > 1e-10 * max(scale, 1e-300):
         raise ValueError("K must be symmetric")
@@ -148,7 +160,12 @@ def _kernel_regression_scaled(K, y, ridge, rcond, tol, kscale=1.0):
                 f"so K + ridge I has condition number {cond:.3e} and its float64 solution may "
                 f"be off by eps * cond ~ {eps * cond:.1e} (relative) > tol = {tol:.1e}; pass "
                 f"ridge >= {need:.1e} (or a larger tol), or ridge=0 for the interpolant")
-        return evecs @ ((evecs.T @ y) / (jnp.clip(evals, 0.0, None) + ridge))
+        # divided by the largest denominator first: with ridge ~ 1e308 the coefficients 1 / (1
+        # + ridge) are subnormal, which XLA flushes to 0; the caller applies it in numpy
+        # (in numpy: XLA divides by multiplying with 1 / dmax, itself subnormal, hence NaN)
+        den = np.clip(np.asarray(evals), 0.0, None) + ridge
+        dmax = float(np.max(den))
+        return evecs @ ((evecs.T @ y) / jnp.asarray(den / dmax)), dmax
     keep = evals > rcond * max(top, 0.0)
     inv = jnp.where(keep, 1.0 / jnp.where(keep, evals, 1.0), 0.0)
     c = evecs @ (inv * (evecs.T @ y))
@@ -160,7 +177,7 @@ def _kernel_regression_scaled(K, y, ridge, rcond, tol, kscale=1.0):
                "are meaningful)") if dropped else ""
         raise ValueError(f"y cannot be interpolated with K (relative residual {residual:.3e} > "
                          f"tol = {tol:.1e}){why}; pass ridge > 0 for kernel ridge regression")
-    return c
+    return c, 1.0
 
 
 def rkhs_norm(K, c):

@@ -575,8 +575,9 @@ def compress_radius(points):
     Raises:
         ValueError: ``points`` not a finite real array (None, strings, complex, bool, NaN or
             inf) or 0-d. Norms are computed in scaled form, so entries near 1e300 are fine;
-            rows with subnormal entries (below ~2.2e-308) are computed in numpy, since XLA on
-            CPU would flush those entries to zero. An empty array is returned as is.
+            rows with subnormal entries (below ~2.2e-308), or entries that become subnormal
+            once divided by the row's largest (or in the image), are computed in numpy, since
+            XLA on CPU would flush those entries to zero. An empty array is returned as is.
 
     Example:
         >>> [round(v, 6) for v in compress_radius(jnp.array([3.0, 4.0])).tolist()]
@@ -589,7 +590,11 @@ def compress_radius(points):
     if Pv.size == 0:  # no point, or points of R^0 (each is its own image)
         return jnp.zeros(Pv.shape)
     s = np.max(np.abs(Pv), axis=-1, keepdims=True)
-    subnormal = bool(np.any((Pv != 0) & (np.abs(Pv) < _validate.TINY)))
+    # also entries that become subnormal after the row's scaling (|p_j| / max|row| or the
+    # image below 2.2e-308: (-5.8e34, 1.5e-288) maps to (-1, 2.5e-323), was (-1, 0) in JAX)
+    with np.errstate(under="ignore"):
+        small = np.abs(Pv) < _validate.TINY * np.maximum(s, 1.0) * (np.sqrt(Pv.shape[-1]) + 1)
+    subnormal = bool(np.any((Pv != 0) & small))
     if _validate.safe_scale(s) and not subnormal:  # the ordinary range: in JAX as always
         return _compress_jax(P)
     return jnp.asarray(_compress_np(Pv))

@@ -230,3 +230,109 @@ def test_max_margin_unresolvable_dynamic_range_names_x():
                                              r"below the resolvable relative size"):
             lib.max_margin(X, np.array([1.0, -1.0]), p)
 
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_underflowing_interpolant_is_refused(p):
+    """Issue 21 round 12 (items 2 and 4): X = [[1e300, 1]], y = [1e-300]. Every interpolant
+    has |beta_1| 1e300 + |beta_2| >= 1e-300, so some entry is at least 5e-601 (l2: beta =
+    x y / |x|^2 = (1e-600, 1e-900); l1: (1e-600, 0)): below float64's range. p = 2 returned
+    [0, 0] (not an interpolant) and p = 1 raised ZeroDivisionError; both now refuse naming
+    the underflow. A nearby representable case, y = [1e-10], returns the closed form."""
+    X = np.array([[1e300, 1.0]])
+    with pytest.raises(ValueError, match=r"the interpolant beta: the result underflows float64"):
+        lib.min_norm_interpolant(X, np.array([1e-300]), p)
+    beta = np.asarray(lib.min_norm_interpolant(X, np.array([1e-10]), p))
+    assert beta[0] == pytest.approx(1e-310, rel=1e-9) and abs(beta[1]) <= 1e-300
+
+
+def _cramer2(X, y):
+    """The unique solution of a 2 x 2 system in exact rationals on the float entries."""
+    from fractions import Fraction as F
+
+    (a, b), (c, e) = [[F(float(v)) for v in row] for row in X]
+    y1, y2 = F(float(y[0])), F(float(y[1]))
+    det = a * e - b * c
+    return np.array([float((e * y1 - b * y2) / det), float((a * y2 - c * y1) / det)])
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_rows_of_very_different_scales(p):
+    """Issue 21 round 12 (item 1): rows at very different scales are retried as the
+    equivalent row-scaled system, and the answer is checked on the caller's X and y.
+    Rows (1, 2) and (1e-300, 1e-300), y = (1, 1) were "inconsistent" (p = 1) or "too
+    ill-conditioned" (p = 2); X is invertible, so both minimizers are its unique solution
+    (Cramer's rule in exact rationals). X = [[1, 1e20], [1, 0]], y = (0, 1): the solution is
+    (1, -1e-20); the reverted attempt returned (1, 0), which leaves residual 1 in the first
+    row. The row (1e-300, 2e-300, 1) with y = 1e-300: both minimizers are (0, 0, 1e-300) to
+    rounding (the third column is 1e300 times cheaper per unit of y); p = 1 said "relative
+    error inf at condition number 1"."""
+    for X, y in ((np.array([[1.0, 2.0], [1e-300, 1e-300]]), np.ones(2)),
+                 (np.array([[1.0, 1e20], [1.0, 0.0]]), np.array([0.0, 1.0]))):
+        beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+        np.testing.assert_allclose(beta, _cramer2(X, y), rtol=1e-14, atol=0)
+    beta = np.asarray(lib.min_norm_interpolant(np.array([[1e-300, 2e-300, 1.0]]),
+                                               np.array([1e-300]), p))
+    assert beta[0] == 0.0 and beta[1] == 0.0 and beta[2] == pytest.approx(1e-300, rel=1e-15)
+
+
+def test_min_norm_interpolant_l1_consistent_singular_to_rounding_is_not_inconsistent():
+    """Issue 21 round 12 (item 1): rows (1, 1, 0.5) and (1, 1 + 2**-52, 0.5), y = (1, 2) were
+    called inconsistent for p = 1; beta = (1 - 2**52, 2**52, 0) solves them exactly (checked
+    in exact rationals below), so the refusal must name the conditioning, not inconsistency
+    (p = 2 already did). A duplicated row with another target is still inconsistent."""
+    from fractions import Fraction as F
+
+    X = np.array([[1.0, 1.0, 0.5], [1.0, 1.0 + 2.0 ** -52, 0.5]])
+    y = np.array([1.0, 2.0])
+    b = [F(1) - F(2) ** 52, F(2) ** 52, F(0)]
+    assert all(sum(F(float(x)) * bj for x, bj in zip(row, b, strict=True)) == F(float(t))
+               for row, t in zip(X, y, strict=True))
+    for p in (1, 2):
+        with pytest.raises(ValueError, match=r"^X is too ill-conditioned") as err:
+            lib.min_norm_interpolant(X, y, p)
+        assert "inconsistent" not in str(err.value)
+    with pytest.raises(ValueError, match=r"inconsistent"):
+        lib.min_norm_interpolant(np.array([[1.0, 1.0, 0.5], [1.0, 1.0, 0.5]]), y, 1)
+
+
+def test_min_l1_certificate_reports_the_exact_residual():
+    """Issue 21 round 12 (item 5): rows (2, -3, -1, -3), (2.0000000000993303, -3, -1, -3),
+    (-1, 3, -2, 0), y = (-2, -3, -2). The certificate said residual 0.0 (its residual left out
+    what rounding beta ~ 1e10 to float64 leaves); it now reports the exact relative residual,
+    recomputed here in rationals, and accepts on the backward error and forward error. The
+    answer itself is compared with the exact minimizer (support enumeration in rationals)."""
+    from fractions import Fraction as F
+
+    X = np.array([[2.0, -3, -1, -3], [2.0000000000993303, -3, -1, -3], [-1.0, 3, -2, 0]])
+    y = np.array([-2.0, -3, -2])
+    beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+    beta = np.asarray(beta)
+    want = np.array([float(v) for v in _exact_min_l1(X, y)])
+    np.testing.assert_allclose(beta, want, rtol=1e-12, atol=0)
+    r = [sum(F(float(a)) * F(float(b)) for a, b in zip(row, beta, strict=True)) - F(float(t))
+         for row, t in zip(X, y, strict=True)]
+    exact = float(sum(v * v for v in r)) ** 0.5 / np.linalg.norm(y)
+    assert exact > 1e-9 and cert.residual == pytest.approx(exact, rel=1e-6)
+    assert cert.verified() and cert.backward_error <= 1e-15
+
+
+def test_min_l1_with_near_duplicate_columns_meets_the_exact_optimum():
+    """Issue 21 round 12 (item 7): with two nearly equal columns HiGHS's multipliers violated
+    |X^T lam| <= 1 by 1e-9 to 1e-8 (its own tolerance is 1e-7), and 10 of 150 such draws
+    raised RuntimeError. The LP is now solved again at tolerances 1e-10 before anything is
+    raised; each draw's l1 norm is compared with the exact optimum (support enumeration in
+    rationals; the minimizer itself need not be unique)."""
+    rng = np.random.default_rng(1)
+    worst = 0.0
+    for _ in range(60):
+        N = int(rng.integers(2, 5))
+        d = int(rng.integers(N + 1, 7))
+        X = rng.standard_normal((N, d))
+        j = int(rng.integers(0, d - 1))
+        X[:, j + 1] = X[:, j] + 10.0 ** rng.uniform(-14, -6) * rng.standard_normal(N)
+        y = rng.standard_normal(N)
+        beta = np.asarray(lib.min_norm_interpolant(X, y, 1))
+        best = float(sum(abs(v) for v in _exact_min_l1(X, y)))
+        worst = max(worst, abs(float(np.abs(beta).sum()) - best) / best)
+    assert worst <= 1e-9

@@ -429,3 +429,15 @@ def test_exponential_loss_path_tiny_margin_names_x_not_separability():
                                          r"margin below the resolvable relative size") as err:
         dg.exponential_loss_path(X, np.ones(2), 1.0)
     assert "not linearly separable" not in str(err.value)
+
+
+def test_implicit_bias_limit_below_the_normal_range_is_refused_or_right():
+    """Issue 21 round 12 (item 2): for X = [[c, c]], y = [t] the limit is (t / 2c, t / 2c) at
+    every alpha (the problem is symmetric in the two coordinates and Q is strictly convex).
+    c = 1e200, t = 1e-200: 5e-401, below float64's range, was returned as [0, 0]; now refused
+    naming the underflow. t = 1e-100: 5e-301, a normal number, is returned to tol."""
+    X = np.array([[1e200, 1e200]])
+    with pytest.raises(ValueError, match=r"the limit beta: the result underflows float64"):
+        lib.implicit_bias_limit(X, np.array([1e-200]), 1e-200)
+    beta = np.asarray(lib.implicit_bias_limit(X, np.array([1e-100]), 1e-100))
+    np.testing.assert_allclose(beta, [1e-100 / 2e200] * 2, rtol=1e-9, atol=0)

@@ -118,3 +118,19 @@ def test_rkhs_norm_of_a_ridge_fit_on_a_singular_gram_matrix_is_exact():
         errs.append(abs(lib.rkhs_norm(K, c) - want) / want)
         assert float(c @ c) * np.abs(K).max() > 1e6 * want ** 2  # the cancelling regime
     assert max(errs) < 1e-14, max(errs)
+
+
+def test_kernel_regression_underflowing_coefficients_are_refused_or_right():
+    """Issue 21 round 12 (item 2, 6): K = [[1e300]], y = [1e-300] has c = 1e-600, below
+    float64's range: it was returned as [0] in silence, now refused naming the underflow.
+    K = I with ridge = 1e308 has c = y / (1 + 1e308) ~ 1e-308 (subnormal, accurate to 5e-16
+    relative): it was [0, 0] (XLA flushed the subnormal); compared with the exact rationals
+    rounded once."""
+    from fractions import Fraction as F
+
+    with pytest.raises(ValueError, match=r"coefficients c: the result underflows float64"):
+        lib.kernel_regression(np.array([[1e300]]), np.array([1e-300]))
+    c = np.asarray(lib.kernel_regression(np.eye(2), np.array([1.0, -1.0]), ridge=1e308))
+    want = np.array([float(F(1) / (1 + F(1e308))), float(F(-1) / (1 + F(1e308)))])
+    assert want[0] > 0
+    np.testing.assert_allclose(c, want, rtol=1e-8, atol=0)

@@ -155,3 +155,16 @@ def test_neuron_positions():
         lib.neuron_positions({"a": a, "B": B}, scale=-1.0)
     with pytest.raises(ValueError, match="params"):
         lib.neuron_positions({"a": a}, scale=1.0)
+
+
+def test_compress_radius_keeps_an_image_entry_in_the_subnormal_range():
+    """Issue 21 round 12 (item 6): (-5.8e34, 1.5e-288) maps to tanh(r) p / r with r = |p|, so
+    (-1, 1.5e-288 / 5.8e34 = 2.59e-323) to rounding (tanh(r) = 1 and r = 5.8e34 in float64):
+    the second entry is subnormal and XLA flushed it to 0. Compared with the exact rational
+    quotient rounded once to the subnormal grid (one ulp there is 4.9e-324)."""
+    from fractions import Fraction as F
+
+    out = np.asarray(lib.compress_radius(np.array([-5.8e34, 1.5e-288])))
+    want = float(F(1.5e-288) / F(5.8e34))
+    assert want > 0 and out[0] == -1.0
+    assert abs(out[1] - want) <= 5e-324
