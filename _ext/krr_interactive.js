@@ -11,8 +11,8 @@
 // MIN_SCALE of their size: a side-by-side figure (hconcat) that does not fit even so is drawn
 // with its charts one above the other (vconcat), fitted the same way; a figure that still does
 // not fit stays that small and its container scrolls sideways (very narrow windows). The
-// figure is fitted again when the window's width changes. The SVG itself is never scaled with
-// CSS: Vega's pointer coordinates (tooltips) would be off.
+// figure is fitted again when the width of the window or of the column changes. The SVG itself
+// is never scaled with CSS: Vega's pointer coordinates (tooltips) would be off.
 (function () {
   "use strict";
   const views = {};
@@ -214,11 +214,21 @@
         drawAll();
       }
     }).observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});
+    // the window's width, or the column's alone (a sidebar shown or hidden): fitted again
+    // 200 ms after the last change
     let timer = null;
-    window.addEventListener("resize", () => {
+    const later = () => {
       clearTimeout(timer);
       timer = setTimeout(refit, 200);
-    });
+    };
+    window.addEventListener("resize", later);
+    if (window.ResizeObserver) {
+      const observer = new ResizeObserver(later);
+      for (const s of document.querySelectorAll("script.krr-interactive-spec")) {
+        const el = document.getElementById(s.dataset.target);
+        if (el) observer.observe(el);
+      }
+    }
   }
 
   if (document.readyState === "loading") {
