@@ -128,7 +128,7 @@
     let scale = 1;
     if (avail > 0 && lay.natural > avail) {
       const m = lay.model;
-      const guess = m ? (avail - 1 - m.fixed) / m.per : (avail - 1) / lay.natural;
+      const guess = m && m.per > 0 ? (avail - 1 - m.fixed) / m.per : (avail - 1) / lay.natural;
       scale = Math.min(1, Math.max(MIN_SCALE, guess));
     }
     views[id] = await embed(el, scaledSpec(script.textContent, scale, stacked), views[id]);
@@ -187,8 +187,8 @@
     for (const s of document.querySelectorAll("script.krr-interactive-spec")) schedule(s);
   }
 
-  // After a change of the window's width, draw again the figures whose available width changed
-  // and that may now be drawn at another size.
+  // After a change of the window's or the column's width, draw again the figures whose
+  // available width changed and that may now be drawn at another size.
   function refit() {
     for (const s of document.querySelectorAll("script.krr-interactive-spec")) {
       const el = document.getElementById(s.dataset.target);
