@@ -113,7 +113,10 @@
       }
       old.finalize();
     }
-    const options = {renderer: "svg", actions: false, ...(dark() ? {theme: "dark"} : {})};
+    // Vega's dark theme colours axes and titles but leaves text marks black (unreadable on its
+    // dark background); a colour a chart gives its text marks itself still wins
+    const darkOptions = {theme: "dark", config: {text: {color: "#e6e6e6"}}};
+    const options = {renderer: "svg", actions: false, ...(dark() ? darkOptions : {})};
     const result = await vegaEmbed(el, spec, options);
     relabel(el, spec);
     return result;
