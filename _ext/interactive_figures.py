@@ -9,7 +9,9 @@ class="krr-interactive">`` and its Vega-Lite spec (data inline) on the page. Thi
   drawing code ``_ext/krr_interactive.js`` appended, for the Vega-Lite version Altair writes;
 * adds that script only to the pages that have an interactive figure (once per page);
 * styles the figures (``krr-interactive.css`` below): the note shown where JavaScript did not
-  run is hidden once the figure is drawn.
+  run is hidden once the figure is drawn; the figure's ``<div>`` stays a block as wide as the
+  text column (Vega-Embed makes it an inline block as wide as the chart), so that the drawing
+  code can fit a figure wider than the column into it (see ``krr_interactive.js``).
 
 Like ``offline_mathjax``, the files go to ``_build/vega-static`` (not the source ``_static``,
 whose scripts Jupyter Book adds to every page), which is added to ``html_static_path``.
@@ -24,6 +26,7 @@ SCRIPT = "vega/vega-embed-bundle.js"
 CSS = "vega/krr-interactive.css"
 _CSS_TEXT = """\
 .krr-interactive { margin: 0.5em 0 1em; overflow-x: auto; }
+.krr-interactive.vega-embed { display: block; }
 .krr-interactive-ready > .krr-interactive-note { display: none; }
 .krr-interactive .vega-bindings { margin-top: 0.4em; font-size: 0.95em; }
 .krr-interactive .vega-bind { margin: 0.2em 0; }
@@ -61,7 +64,8 @@ def _write(app, config):
     dest_root = Path(app.outdir).parent / "vega-static"
     stamp = dest_root / "vega" / "VERSION"
     own = (Path(__file__).parent / "krr_interactive.js").read_text()
-    tag = f"vl-convert {vl_convert.__version__}\n{hashlib.sha256(own.encode()).hexdigest()}"
+    digest = hashlib.sha256((own + _CSS_TEXT).encode()).hexdigest()
+    tag = f"vl-convert {vl_convert.__version__}\n{digest}"
     if not (dest_root / SCRIPT).is_file() or not stamp.is_file() or stamp.read_text() != tag:
         (dest_root / "vega").mkdir(parents=True, exist_ok=True)
         (dest_root / SCRIPT).write_text(_bundle_text())

@@ -27,7 +27,10 @@ every request that leaves the machine (anything but the local server, ``file:``,
   displays is drawn (an SVG), has an accessible label, and changes when each of its controls is
   operated with the keyboard (a slider moved with the arrow keys, the next radio option chosen
   with an arrow key), with no console error; the Vega bundle is loaded once and the page,
-  scripts included, weighs at most 8 MB (Resource Timing);
+  scripts included, weighs at most 8 MB (Resource Timing); every figure fits the text column
+  (issue 16): neither it nor any of its containers up to the article scrolls or overflows
+  sideways, after loading, after its controls moved and after a switch to dark mode (which draws
+  it again with the controls' values kept);
 * on a chapter, the ``.ipynb`` entry of the download menu downloads a valid notebook, and the
   Binder and Colab launch links point at the repository of ``_config.yml``.
 
@@ -599,7 +602,9 @@ FIGURE_PROBE = r"""
 (async () => {
   const t0 = Date.now();
   const figs = () => Array.from(document.querySelectorAll('div.krr-interactive'));
-  while (figs().some(f => !f.querySelector('svg')) && Date.now() - t0 < 30000) {
+  // drawn, and fitted to the column (krr_interactive.js marks it ready after the last draw)
+  const drawn = f => f.querySelector('svg') && f.classList.contains('krr-interactive-ready');
+  while (figs().some(f => !drawn(f)) && Date.now() - t0 < 30000) {
     await new Promise(r => setTimeout(r, 100));
   }
   const nav = performance.getEntriesByType('navigation')[0];
@@ -608,13 +613,52 @@ FIGURE_PROBE = r"""
                 res.reduce((s, r) => s + (r.decodedBodySize || r.transferSize || 0), 0);
   return JSON.stringify({
     ids: figs().map(f => f.id),
-    undrawn: figs().filter(f => !f.querySelector('svg')).map(f => f.id),
+    undrawn: figs().filter(f => !drawn(f)).map(f => f.id),
     unlabelled: figs().filter(f => !(f.getAttribute('aria-label') || '').trim()).map(f => f.id),
     vegaScripts: Array.from(document.scripts).filter(s => /vega-embed-bundle/.test(s.src)).length,
     bytes: bytes,
   });
 })()
 """
+
+
+# Runs in the page: for every interactive figure, how far it sticks out sideways (px): its own
+# scrolled overflow (the figure scrolls when wider than the column) and how far its box passes
+# the right edge of the padding box of each of its ancestors up to the article.
+FIT_PROBE = r"""
+(() => Array.from(document.querySelectorAll('div.krr-interactive')).map(el => {
+  const stop = el.closest('article') || document.body;
+  const right = el.getBoundingClientRect().right;
+  let over = el.scrollWidth - el.clientWidth, where = 'the figure scrolls';
+  for (let n = el.parentElement; n; n = n.parentElement) {
+    const r = n.getBoundingClientRect();
+    const out = Math.max(right - (r.left + n.clientLeft + n.clientWidth),
+                         n.scrollWidth - n.clientWidth);
+    if (out > over) {
+      over = out;
+      where = n.tagName.toLowerCase() + (n.className ? '.' + String(n.className).trim()
+                                         .split(/\s+/).join('.') : '');
+    }
+    if (n === stop) break;
+  }
+  const svg = el.querySelector('svg');
+  return {id: el.id, over: Math.round(over), where: where, avail: el.clientWidth,
+          svg: svg ? Math.round(svg.getBoundingClientRect().width) : 0,
+          scale: el.dataset.krrScale || '', layout: el.dataset.krrLayout || ''};
+}))()
+"""
+
+
+def fit_check(page, when):
+    """Interactive figures sticking out of the text column: (lines for the report, problems)."""
+    report, problems = [], []
+    for f in page.evaluate(FIT_PROBE):
+        report.append(f"{f['id']} {when}: {f['svg']} px drawn in {f['avail']} px "
+                      f"(scale {f['scale']}, {f['layout']})")
+        if f["over"] > 1:
+            problems.append(f"interactive: figure {f['id']} {when} is {f['over']} px wider than "
+                            f"its container ({f['where']}): it scrolls sideways")
+    return report, problems
 
 
 def _svg(page, fig_id):
@@ -653,6 +697,9 @@ def interactive_check(br, url, expected, shots=None):
     if info["bytes"] > PAGE_BUDGET:
         problems.append(f"interactive: page weight {info['bytes'] / 2**20:.2f} MB above 8 MB")
     report.append(f"page weight {info['bytes'] / 2**20:.2f} MB")
+    lines, found = fit_check(page, "after loading")
+    report += lines
+    problems += found
     for fig_id in info["ids"]:
         if fig_id in info["undrawn"]:
             continue
@@ -696,6 +743,28 @@ def interactive_check(br, url, expected, shots=None):
                 problems.append(f"interactive: {fig_id} {what}: the figure did not change")
         if shots is not None:
             page.locator(f"#{fig_id}").screenshot(path=str(shots / f"{fig_id}-after.png"))
+    drawn = [i for i in info["ids"] if i not in info["undrawn"]]
+    if drawn:
+        problems += fit_check(page, "after its controls moved")[1]
+        # dark mode draws every figure again: it must still fit, with the controls' values kept
+        values = lambda: page.evaluate("""() => Array.from(document.querySelectorAll(
+            '.krr-interactive .vega-bindings input')).map(e => e.type === 'radio' ? e.checked
+            : e.value)""")  # noqa: E731
+        before = values()
+        page.evaluate("document.documentElement.dataset.theme = 'dark'")
+        try:
+            page.wait_for_function("""(ids) => ids.every(id => {
+                const el = document.getElementById(id);
+                return el.dataset.krrTheme === 'dark' && el.querySelector('svg'); })""",
+                                   arg=drawn, timeout=30_000)
+            page.wait_for_timeout(500)
+            problems += fit_check(page, "in dark mode")[1]
+            if values() != before:
+                problems.append("interactive: switching to dark mode reset the figures' controls")
+        except Exception as err:  # noqa: BLE001 (report, then go on with the page's checks)
+            problems.append(f"interactive: figures not drawn again in dark mode: "
+                            f"{str(err).splitlines()[0]}")
+        page.evaluate("document.documentElement.dataset.theme = 'light'")
     problems += [f"JS (interactive): {e}" for e in br.errors()]
     return report, problems
 
