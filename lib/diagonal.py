@@ -1859,6 +1859,7 @@ def _exponential_loop(depth):
                      level=zero_i, since=zero_i, status=zero_i,
                      done=jnp.zeros(K, bool), rec_w=jnp.zeros((K, d)), rec_f=jnp.zeros(K),
                      rec_k=jnp.zeros(K, jnp.int64), rec_t=jnp.zeros(K),
+                     s=jnp.zeros(A.shape[0]), rec_s=jnp.zeros((K, A.shape[0])),
                      ulps=jnp.zeros(()), bound=jnp.zeros(()), f_new=f0, f_mid=f0)
 
         def body(s):
@@ -1871,6 +1872,7 @@ def _exponential_loop(depth):
             s["rec_f"] = jnp.where(reached, f, s["rec_f"])
             s["rec_k"] = jnp.where(reached, s["k"], s["rec_k"])
             s["rec_t"] = jnp.where(reached, s["t"], s["rec_t"])
+            s["rec_s"] = jnp.where(reached[:, None], s["s"][None, :], s["rec_s"])
             s["done"] = s["done"] | reached
             # step budget: max_steps between consecutive checkpoints of -log L
             # (one checkpoint per iterate: a step past several is caught up on the next ones)
@@ -1909,6 +1911,10 @@ def _exponential_loop(depth):
                 s[key] = jnp.where(take, new, s[key])
             s["k"] = jnp.where(take, s["k"] + 1, s["k"])
             s["t"] = jnp.where(take, s["t"] + eta, s["t"])
+            # the integral of the softmax loss weights p_n = exp(-<a_n, w>) / sum_m exp(...)
+            # over the normalized-flow time, along the steps taken (left Riemann sum)
+            p = jax.nn.softmax(-(A @ w))
+            s["s"] = jnp.where(take, s["s"] + eta * p, s["s"])
             return s
 
         return jax.lax.while_loop(lambda s: s["status"] == _RUNNING, body, state)
@@ -1931,6 +1937,12 @@ class ExponentialRun(NamedTuple):
         log_loss: ``(B, K)`` :math:`\\log L` reached (:math:`\\le \\log\\epsilon_k`).
         steps: ``(B, K)`` normalized-GD steps taken. times: ``(B, K)`` normalized-flow time
             :math:`\\sum_k \\eta_k` (the time of :math:`\\dot u = -\\nabla\\log L`).
+        s: ``(B, K, N)`` the integral of the loss weights over that time,
+            :math:`s_n = \\sum_{j<k}\\eta_j p_{j,n}` with
+            :math:`p_j = \\operatorname{softmax}(-y_n\\langle x_n, w_j\\rangle)` (the
+            discrete :math:`\\int_0^t p`; the gradient flow has :math:`u_\\pm =
+            \\alpha\\exp(\\pm 2A^\\top s)` for depth 2 and :math:`z = D(D-2)\\alpha^{D-2}A^\\top s`
+            for depth :math:`D\\ge3`, so it gives the multipliers of the margin problem).
     """
 
     accuracies: np.ndarray
@@ -1940,6 +1952,7 @@ class ExponentialRun(NamedTuple):
     log_loss: np.ndarray
     steps: np.ndarray
     times: np.ndarray
+    s: np.ndarray
 
 
 def _check_separable(X, y):
@@ -2163,7 +2176,7 @@ def exponential_loss_path(X, y, alpha, depth=2, accuracies=(1.0, 10.0), *, step=
     with np.errstate(divide="ignore", invalid="ignore"):
         w_hat = np.where((margin > 0)[..., None], w / np.where(margin > 0, margin, 1.0)[..., None],
                          np.nan)
-    res = ExponentialRun(acc, w, w_hat, margin, s["rec_f"], s["rec_k"], s["rec_t"])
+    res = ExponentialRun(acc, w, w_hat, margin, s["rec_f"], s["rec_k"], s["rec_t"], s["rec_s"])
     if scalar:
         res = ExponentialRun(acc, *(np.asarray(f)[0] for f in res[1:]))
     return res

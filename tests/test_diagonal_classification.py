@@ -114,6 +114,38 @@ def test_exponential_path_has_the_link_form():
     assert resid < 1e-3 * np.linalg.norm(z)
 
 
+def test_exponential_path_records_the_weight_integral_on_one_point():
+    """On one point the softmax weight is p = 1 at every step, so the recorded integral
+    s = sum_j eta_j p_j equals the normalized-flow time (accumulated separately)."""
+    run = diagonal.exponential_loss_path(np.array([[1.0, 2.0]]), np.array([1.0]),
+                                         np.array([0.5, 2.0]), 2, accuracies=[5.0, 40.0])
+    assert run.s.shape == (2, 2, 1)
+    np.testing.assert_allclose(run.s[..., 0], run.times, rtol=1e-12)
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_exponential_path_weight_integral_gives_the_flow_form(depth):
+    """Independent answer: the gradient flow has w = alpha^2 h_2(4 A^T s) for D = 2 and
+    w = alpha^D h_D(D (D - 2) alpha^(D - 2) A^T s) for D >= 3 (integrating du/dt =
+    -grad log L). The run's recorded s must give its recorded w up to the discretization,
+    which shrinks with the step (a wrong or unrecorded s gives an O(1) mismatch)."""
+    X, y = _data(3, N=4, d=3)
+    X = np.abs(X) + 0.2
+    y = np.ones(4)
+    A = y[:, None] * X
+    alpha = 0.8
+    c = 4.0 if depth == 2 else depth * (depth - 2) * alpha ** (depth - 2)
+    errs = []
+    for step in (0.1, 0.05):
+        run = diagonal.exponential_loss_path(X, y, alpha, depth, accuracies=[3.0, 30.0],
+                                             step=step)
+        assert np.all(run.s >= 0) and np.all(np.diff(run.s, axis=0) >= 0)
+        w_flow = alpha ** depth * np.asarray(diagonal.h_D(c * run.s @ A, depth))
+        errs.append(np.max(np.linalg.norm(w_flow - run.w, axis=1)
+                           / np.linalg.norm(run.w, axis=1)))
+    assert errs[0] < 2e-2 and errs[1] < 0.7 * errs[0], errs
+
+
 def test_exponential_path_bad_input():
     X, y = _data(0)
     with pytest.raises(ValueError, match="accuracies"):
