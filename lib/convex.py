@@ -126,7 +126,13 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             ``X`` whose condition number (over the singular values kept, after scaling to
             max 1) exceeds ``1e-9 / eps`` (~4.5e6), where no float64 solution is guaranteed
             the promised accuracy (rows or columns at very different scales, e.g. 1e100,
-            count here); or an interpolant outside float64's range: overflowing, or
+            count here); for either ``p`` an ``X`` singular to rounding (a singular value at
+            most ``eps max(N, d)`` times the largest, after scaling to max 1) that has a larger
+            rank in exact rational arithmetic (rows (1, 1) and (1, 1 + 2**-52): its unique
+            interpolant is beyond float64's accuracy), or that has more than 1000 entries or
+            30 rows, too many to decide its rank exactly (an exactly rank-deficient small ``X``,
+            e.g. duplicated rows with equal targets, is solved); or an interpolant outside
+            float64's range: overflowing, or
             underflowing (below the normal range 2.2e-308, where rounding it would cost more
             than 1e-9 of its norm: ``X = [[1e300, 1]]``, ``y = [1e-300]`` has an interpolant
             of size about 1e-600), the message naming ``max |y| / max |X|``; an answer that
@@ -349,12 +355,21 @@ def _min_norm_solve(X, y, p):
                              f"{resid:.3e} (relative) is above rounding level {rounding:.1e}, "
                              f"so X beta = y is inconsistent or its minimum-norm interpolant "
                              f"is ill-determined")
+        if kept.size < sv.size:
+            # numerically rank deficient: lstsq dropped singular values, which is right only
+            # if X is exactly rank deficient (issue 21: rows (1, 1) and (1, 1 + 2**-52), y =
+            # (1, 1), gave [0.5, 0.5] where the unique interpolant is [1, 0])
+            _check_numerical_rank(np.asarray(X), sv, kept.size)
         if cond * eps > _VERIFY_TOL:
             raise ValueError(_ill_conditioned(sv, cond))
         # lstsq returns the minimum-norm solution for under-determined systems
         beta = _unscale(beta, cy / cx, X, y)
         return beta, None
     try:
+        # numerically rank deficient: every float64 route (the LP, the whitened system) sees
+        # only the kept directions, right only if X is exactly rank deficient (issue 21: rows
+        # (1, 2) and (1, 2 + 2**-51), y = (2, 2), "verified" [0, 1]; the interpolant is [2, 0])
+        _check_numerical_rank_of(Xn, np.asarray(X))
         try:
             beta, cert = _l1_interpolant(Xn, yn)
         except (ValueError, RuntimeError) as err:
@@ -379,6 +394,10 @@ def _min_norm_solve(X, y, p):
         if not np.any(col > 0) or np.max(col) <= 1e3 * np.min(col[col > 0]):
             raise
         try:
+            # the same rank test on the columns scaled to max 1 (where the LP is solved)
+            Xa = np.asarray(X)
+            Xc = Xa / _validate.pow2_of(np.max(np.abs(Xa), axis=0))
+            _check_numerical_rank_of(Xc / _validate.pow2_scale(Xc), Xa)
             beta, cert = _l1_interpolant_columns(np.asarray(X), np.asarray(y))
         except (ValueError, RuntimeError):
             raise err from None
@@ -495,6 +514,32 @@ def _exact_ranks(X, y):
     if rank_x is None:  # every row had a pivot among the columns of X
         rank_x = rank
     return rank_x, rank
+
+
+def _check_numerical_rank_of(Xs, X):
+    """:func:`_check_numerical_rank` of ``X`` with the numerical rank of ``Xs`` (``X``
+    rescaled to max 1, rows or columns by powers of two)."""
+    sv = np.linalg.svd(Xs, compute_uv=False)
+    rank = int(np.sum(sv > np.finfo(float).eps * max(Xs.shape) * sv[0]))
+    if rank < sv.size:
+        _check_numerical_rank(X, sv, rank)
+
+
+def _check_numerical_rank(X, sv, rank):
+    """Raise ValueError unless ``X``, of numerical rank ``rank`` (singular values ``sv`` of X
+    scaled to max 1, those at most eps max(N, d) sv[0] counted as 0), has exactly that rank
+    in rational arithmetic (:func:`_exact_ranks`): a larger exact rank is an X singular only
+    to rounding, whose interpolant no float64 solve determines; a system too large for the
+    exact test is refused too."""
+    ranks = _exact_ranks(X, np.zeros(X.shape[0]))
+    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+    if ranks is None:
+        raise ValueError(_ill_conditioned(sv, cond) + f" (X has numerical rank {rank} < "
+                         f"{sv.size}, and it is too large ({X.size} entries, {X.shape[0]} "
+                         f"rows; at most {_EXACT_MAX} and 30) to decide its rank exactly)")
+    if ranks[0] > rank:
+        raise ValueError(_ill_conditioned(sv, cond) + f" (X has rank {ranks[0]} in exact "
+                         f"arithmetic but only {rank} to rounding)")
 
 
 def _ill_conditioned(sv, cond):

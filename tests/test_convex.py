@@ -336,3 +336,71 @@ def test_min_l1_with_near_duplicate_columns_meets_the_exact_optimum():
         best = float(sum(abs(v) for v in _exact_min_l1(X, y)))
         worst = max(worst, abs(float(np.abs(beta).sum()) - best) / best)
     assert worst <= 1e-9
+
+
+def _exact_unique_solution(X, y):
+    """The unique exact solution of X b = y (X of full column rank, float entries read as
+    exact rationals) by Gauss-Jordan on Fractions, checked to interpolate exactly."""
+    from fractions import Fraction
+
+    N, d = X.shape
+    M = [[Fraction(float(v)) for v in row] + [Fraction(float(t))] for row, t in zip(X, y,
+                                                                                     strict=True)]
+    r = 0
+    for c in range(d):
+        piv = next(i for i in range(r, N) if M[i][c] != 0)
+        M[r], M[piv] = M[piv], M[r]
+        M[r] = [v / M[r][c] for v in M[r]]
+        for i in range(N):
+            if i != r and M[i][c] != 0:
+                M[i] = [a - M[i][c] * b for a, b in zip(M[i], M[r], strict=True)]
+        r += 1
+    b = [M[i][d] for i in range(d)]
+    for row, t in zip(X, y, strict=True):  # consistent and exact
+        assert sum(Fraction(float(a)) * v for a, v in zip(row, b, strict=True)) == Fraction(
+            float(t))
+    return np.array([float(v) for v in b])
+
+
+def _correct_or_refused(X, y, p, match="ill-conditioned"):
+    """The answer matches the exact unique interpolant to 1e-9 (relative), or a ValueError
+    matching ``match`` is raised; never a wrong answer."""
+    want = _exact_unique_solution(X, y)
+    try:
+        beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+    except ValueError as err:
+        assert match in str(err), str(err)
+        return None
+    assert np.linalg.norm(beta - want) <= 1e-9 * np.linalg.norm(want), (beta, want)
+    return beta
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("X, y", [
+    ([[1.0, 1.0], [1.0, 1 + 2**-52]], [1.0, 1.0]),  # exact answer [1, 0], p = 2 gave [.5, .5]
+    ([[3, -3, -2], [3, -2.9999999999999996, -2], [1, -3, 0]], [3, 3, 2]),  # [2, 0, 1.5]
+    ([[1.0, 2.0], [1.0, 2 + 2**-51]], [2.0, 2.0]),  # [2, 0]; p = 1 "verified" [0, 1]
+])
+def test_min_norm_of_x_singular_only_to_rounding_is_never_the_dropped_rank_answer(X, y, p):
+    """Issue 21 round 12 (items 1, 2): an X singular to rounding but invertible exactly has a
+    unique interpolant; lstsq and the LP drop the tiny singular value and answered for a
+    different system. Exactly full rank is now found in rational arithmetic and refused as
+    too ill-conditioned (the answer would need cond eps << 1e-9)."""
+    X, y = np.array(X, dtype=float), np.array(y, dtype=float)
+    _correct_or_refused(X, y, p)
+
+
+def test_min_l1_of_rows_singular_only_to_rounding_is_refused():
+    """Issue 21 round 12 (item 2): rows (1, 2, 3) and (1, 2, 3 + 1e-15) are independent in
+    exact arithmetic (rank 2), y = (1, 1): [0, 0, 1/3] misses row 2 by 4e-16 / 3 along a
+    direction of singular value 1e-16, i.e. O(1) from every interpolant. Duplicated rows
+    (exact rank 1) with equal targets are still solved."""
+    from fractions import Fraction
+
+    X = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3 + 1e-15]])
+    det = Fraction(1) * Fraction(3 + 1e-15) - Fraction(3.0) * Fraction(1)  # a 2 x 2 minor
+    assert det != 0  # exactly rank 2
+    with pytest.raises(ValueError, match="ill-conditioned.*rank 2 in exact"):
+        lib.min_norm_interpolant(X, np.array([1.0, 1.0]), p=1)
+    beta = np.asarray(lib.min_norm_interpolant(X[[0, 0]], np.array([1.0, 1.0]), p=1))
+    np.testing.assert_allclose(beta, [0, 0, 1 / 3], rtol=1e-12, atol=1e-15)
