@@ -238,21 +238,39 @@ def _row_scaled(X, y):
 
 def _backward_error(beta, X, y):
     """``(worst, row)``: the largest over rows i of the exact residual
-    :math:`|X_i\beta - y_i|` (:func:`_exact_residual`, rows divided by powers of two first)
-    relative to :math:`|X_i||\beta| + |y_i|`, and its row (``inf`` when not computable)."""
-    r = _validate.pow2_of(np.max(np.abs(X), axis=1))
-    sb = _validate.pow2_scale(beta)
-    with np.errstate(over="ignore", under="ignore"):
-        Xr, bs = X / r[:, None], beta / sb
-        ys = (y / r) / sb
-    worst = np.inf
-    if np.all(np.isfinite(ys)):
-        res = _exact_residual(Xr, bs, ys)
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            scale = np.abs(Xr) @ np.abs(bs) + np.abs(ys)
-            rel = np.where(scale > 0, np.abs(res) / np.where(scale > 0, scale, 1.0), 0.0)
-        worst = float(np.max(rel))
-    return worst, (int(np.argmax(rel)) if np.isfinite(worst) else 0)
+    :math:`|X_i\beta - y_i|` relative to :math:`|X_i||\beta| + |y_i|`, and its row (``inf``
+    when not computable). Scale-safe: each term :math:`X_{ij}\beta_j` and :math:`y_i` is
+    split into mantissa and power of two, and the row is scaled by a power of two to its
+    largest term before the exact sum (error-free products, ``math.fsum``); terms that then
+    underflow are below 2**-1000 of the row's largest, negligible. (Dividing rows and beta by
+    powers of two alone let ``y_i`` underflow to 0: X = [[1e-181, -1e-181], [0, -1e171]],
+    y = (-1, 3) certified [-1e181, 0], whose row 2 gives 0, not 3; issue 21.)"""
+    import math
+
+    X, beta, y = (np.asarray(a, dtype=np.float64) for a in (X, beta, y))
+    if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        return np.inf, 0
+    mx, ex = np.frexp(X)
+    mb, eb = np.frexp(beta)
+    my, ey = np.frexp(y)
+    low = np.iinfo(np.int64).min // 4
+    et = np.where((X != 0) & (beta != 0)[None, :], ex.astype(np.int64) + eb[None, :], low)
+    ety = np.where(y != 0, ey.astype(np.int64), low)
+    E = np.maximum(np.max(et, axis=1), ety)  # the row's largest term's power of two
+    p, e = _validate.two_product(mx, mb[None, :])  # |mantissas| in [0.5, 1): exact
+    shift = np.clip(et - E[:, None], -2000, 0).astype(np.int64)
+    with np.errstate(under="ignore"):
+        ps, es = np.ldexp(p, shift), np.ldexp(e, shift)
+        ys = np.ldexp(my, np.clip(ety - E, -2000, 0).astype(np.int64))
+    rel = np.zeros(X.shape[0])
+    for i in range(X.shape[0]):
+        if E[i] == low:  # a zero row with y_i = 0 (or beta = 0 and y_i = 0)
+            continue
+        res = abs(math.fsum([*ps[i], *es[i], -ys[i]]))
+        scale = math.fsum(np.abs(ps[i])) + abs(ys[i])
+        rel[i] = res / scale if scale > 0 else 0.0
+    worst = float(np.max(rel)) if rel.size else 0.0
+    return worst, int(np.argmax(rel)) if rel.size else 0
 
 
 def _check_interpolates(beta, X, y):

@@ -404,3 +404,25 @@ def test_min_l1_of_rows_singular_only_to_rounding_is_refused():
         lib.min_norm_interpolant(X, np.array([1.0, 1.0]), p=1)
     beta = np.asarray(lib.min_norm_interpolant(X[[0, 0]], np.array([1.0, 1.0]), p=1))
     np.testing.assert_allclose(beta, [0, 0, 1 / 3], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_row_check_is_scale_safe(p):
+    """Issue 21 round 12 (item 3): the per-row interpolation check divided y_i by the row's
+    and beta's powers of two, and y_i underflowed to 0: X = [[1e-181, -1e-181], [0, -1e171]],
+    y = (-1, 3) gave (p = 1) [-1e181, 0] with verified() True, whose row 2 gives 0, not 3.
+    The exact solution (Fractions) is [-1e181 - 3e-171, -3e-171] to rounding; np.eye(2)
+    with y = (5e-324, 1) returned [0, 1], row 0 off by its whole value. Each answer must
+    match the exact one or be refused."""
+    for X, y in ((np.array([[1e-181, -1e-181], [0.0, -1e171]]), np.array([-1.0, 3.0])),
+                 (np.eye(2), np.array([5e-324, 1.0]))):
+        want = _exact_unique_solution(X, y)
+        try:
+            beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+        except ValueError:
+            continue
+        # entry-wise, to 1e-9 of each entry (the row check is per row)
+        np.testing.assert_allclose(beta, want, rtol=1e-9, atol=0)
+    assert lib.convex._backward_error(np.array([-1e181, 0.0]),
+                                      np.array([[1e-181, -1e-181], [0.0, -1e171]]),
+                                      np.array([-1.0, 3.0])) == (1.0, 1)
