@@ -138,7 +138,8 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             of size about 1e-600), the message naming ``max |y| / max |X|``; an answer that
             does not interpolate the caller's ``X`` and ``y``: every answer is checked on them,
             each row's exact residual relative to :math:`|X_i||\beta| + |y_i|` at most 1e-9,
-            and the message gives the worst row's. When the first solve fails and the rows'
+            and the message gives the worst row's. When the first solve (or its row check)
+            fails and the rows'
             largest entries differ by more than 2**20, the equivalent system with rows
             divided by powers of two is solved instead (rows (1, 2) and (1e-300, 1e-300);
             ``p = 2`` then refined with exact residuals), its answer checked the same way.
@@ -173,6 +174,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     X0, y0 = np.asarray(X), np.asarray(y)
     try:
         beta, cert = _min_norm_solve(X, y, p)
+        # inside the try: an answer failing the row check on the caller's X and y is retried
+        # row-scaled too (issue 21: rows (1, 2), (1e-300, 1e-300), y = (1, 1e-300), p = 2, was
+        # refused with row 1 residual 0.25 although the row-scaled solve gives [1, 0])
+        _check_interpolates(np.asarray(beta), X0, y0)
     except (ValueError, RuntimeError) as err:
         # rows at very different scales (rows (1, 2) and (1e-300, 1e-300)): after dividing by
         # max |X| alone the small rows fall below every solver tolerance. Retry on the

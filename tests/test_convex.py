@@ -426,3 +426,17 @@ def test_min_norm_row_check_is_scale_safe(p):
     assert lib.convex._backward_error(np.array([-1e181, 0.0]),
                                       np.array([[1e-181, -1e-181], [0.0, -1e171]]),
                                       np.array([-1.0, 3.0])) == (1.0, 1)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_failed_row_check_triggers_the_row_scaled_retry(p):
+    """Issue 21 round 12 (item 4): rows (1, 2) and (1e-300, 1e-300), y = (1, 1e-300): the
+    first answer failed the row check on the caller's X and y, which ran outside the retry,
+    so p = 2 raised "row 1 residual 0.25". The unique exact solution is [1, 0]."""
+    X, y = np.array([[1.0, 2.0], [1e-300, 1e-300]]), np.array([1.0, 1e-300])
+    want = _exact_unique_solution(X, y)
+    np.testing.assert_array_equal(want, [1.0, 0.0])
+    beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+    assert np.linalg.norm(beta - want) <= 1e-12
+    worst, _ = lib.convex._backward_error(beta, X, y)
+    assert worst <= 1e-12
