@@ -445,13 +445,15 @@ def _certify_original(cert, beta, X, y, forward_error):
     # what rounding beta to float64 (relative eps / 2 per entry) alone can leave, |X| |beta| eps,
     # is not counted: for an ill-conditioned X the exact optimum rounded has a residual far
     # above 1e-9 |y| (|beta| ~ |y| / s_min); the forward error is checked separately
+    # the scale s = sx sb kept as two powers of two (their product overflowed for X = [[1e308,
+    # -1e308]], y = [1e308]: residual nan, error inf at condition number 1; issue 21)
+    sx, sb = _validate.pow2_scale(X), _validate.pow2_scale(beta)
+    ex_s = int(np.frexp(sx)[1]) + int(np.frexp(sb)[1]) - 2  # s = 2**ex_s
     with np.errstate(over="ignore", under="ignore"):
-        s = _validate.pow2_scale(X) * _validate.pow2_scale(beta)
-        allow = np.finfo(float).eps * (np.abs(X / _validate.pow2_scale(X))
-                                       @ np.abs(beta / _validate.pow2_scale(beta)))
-        excess = np.maximum(np.abs(r) / s - allow, 0.0)
-    ny = _validate.norm(y)
-    residual = float(_validate.norm(excess) * s / ny) if ny > 0 else np.inf
+        allow = np.finfo(float).eps * (np.abs(X / sx) @ np.abs(beta / sb))
+        excess = np.maximum(np.abs((r / sx) / sb) - allow, 0.0)
+        (me, ee), (my0, ey0) = _validate.norm_pow2(excess), _validate.norm_pow2(y)
+        residual = float(np.ldexp(me / my0, ee + ex_s - ey0)) if my0 > 0 else np.inf
     # the forward error of the returned beta itself, from its exact residual: d = X_S^+ r on its
     # support S (a residual below the rounding allowance can still hide an error of up to
     # cond(X_S) times it), at least the refinement's own estimate
@@ -476,11 +478,12 @@ def _certify_original(cert, beta, X, y, forward_error):
         Xs = X / _validate.pow2_scale(X)
         U, sv_all, Vt = np.linalg.svd(Xs, full_matrices=False)
         keep = sv_all > max(X.shape) * np.finfo(float).eps * sv_all[0]
-        signed = np.sign(r / s) * excess  # scaled by s and by pow2_scale(X) like Xs
+        signed = np.sign(r) * excess  # scaled by s and by pow2_scale(X) like Xs
         d_all = Vt[keep].T @ ((U[:, keep].T @ signed) / sv_all[keep])
-        nbeta = _validate.norm(beta)
-        fe_all = (float(_validate.norm(d_all) * s / _validate.pow2_scale(X) / nbeta)
-                  if nbeta > 0 else np.inf)
+        # |d_all| s / sx / |beta| = |d_all| sb / |beta|, as mantissas and powers of two
+        (mda, eda), (mnb, enb) = _validate.norm_pow2(d_all), _validate.norm_pow2(beta)
+        fe_all = (float(np.ldexp(mda / mnb, eda + int(np.frexp(sb)[1]) - 1 - enb))
+                  if mnb > 0 else np.inf)
     forward_error = max(float(forward_error), fe if np.isfinite(fe) else np.inf,
                         fe_all if np.isfinite(fe_all) else np.inf)
     # the certificate reports the exact residual, rounding included (rows (2, -3, -1, -3),

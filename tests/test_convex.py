@@ -440,3 +440,19 @@ def test_min_norm_failed_row_check_triggers_the_row_scaled_retry(p):
     assert np.linalg.norm(beta - want) <= 1e-12
     worst, _ = lib.convex._backward_error(beta, X, y)
     assert worst <= 1e-12
+
+
+def test_min_l1_at_the_top_of_the_float64_range():
+    """Issue 21 round 12 (item 5): X = [[1e308, -1e308]], y = [1e308] was refused ("condition
+    number 1 ... relative residual nan"): the certificate's scale 2**1023 * 2 overflowed. The
+    minimum-l1 interpolants are [t, t - 1] for t in [0, 1], all of l1 norm 1 (by hand), and
+    HiGHS's vertex is [1, 0]; the answer is checked exactly in Fractions."""
+    from fractions import Fraction as F
+
+    for c in (1e300, 1e308):
+        X, y = np.array([[c, -c]]), np.array([c])
+        beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+        beta = np.asarray(beta)
+        assert F(c) * F(float(beta[0])) - F(c) * F(float(beta[1])) == F(c)  # exact
+        assert float(np.abs(beta).sum()) == pytest.approx(1.0, rel=1e-12)
+        assert cert.verified() and cert.residual == 0.0
