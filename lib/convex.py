@@ -153,7 +153,8 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             :math:`V_r^\top\beta = S_r^{-1}U_r^\top y` (SVD of ``X``), which must verify too;
             when columns of ``X`` differ in scale by more than 1e3 and both fail, the
             equivalent weighted problem on columns scaled to max 1 is solved and verified
-            (e.g. one column multiplied by 1e12).
+            (e.g. one column multiplied by 1e12; for a square ``X`` whose weights HiGHS cannot
+            handle, its unique solution by LU with the dual point that certifies it).
 
     Example:
         >>> import numpy as np
@@ -591,6 +592,20 @@ def _l1_interpolant_columns(X, y):
     d = X.shape[1]
     res = linprog(np.concatenate([wts, wts]), A_eq=np.hstack([Xc, -Xc]), b_eq=yc,
                   bounds=(0, None), method="highs")
+    if (res.x is None or res.eqlin is None) and Xc.shape[0] == d:
+        # weights spanning more than HiGHS handles (1 / c from 2**-117 to 2**205 for X =
+        # [[0, 1e35], [2e-62, 2e35]], issue 21): a square X nonsingular after column scaling has
+        # one interpolant, optimal by itself; its dual point lam = Xc^-T (s / c) with s =
+        # sign(b') makes the weighted gap sum |b'_j| / c_j - yc^T lam zero
+        with np.errstate(all="ignore"):
+            bp = np.linalg.solve(Xc, yc)
+            lam = np.linalg.solve(Xc.T, np.sign(bp) * wts)
+        if np.all(np.isfinite(bp)) and np.all(np.isfinite(lam)):
+            from types import SimpleNamespace
+
+            res = SimpleNamespace(x=np.concatenate([np.maximum(bp, 0), np.maximum(-bp, 0)]),
+                                  eqlin=SimpleNamespace(marginals=lam), status=0,
+                                  message="unique solution (square X, LU)")
     if res.x is None or res.eqlin is None:
         raise RuntimeError(f"min_norm_interpolant: HiGHS returned no solution on the "
                            f"column-scaled system (status {res.status}: {res.message})")
@@ -598,7 +613,9 @@ def _l1_interpolant_columns(X, y):
     lam = np.asarray(res.eqlin.marginals)
     norm1 = float(np.sum(wts * np.abs(bp)))
     cert = Certificate(
-        solver="HiGHS (columns scaled)", status=str(res.message),
+        solver=("LU (columns scaled)" if isinstance(res.message, str) and
+                res.message.startswith("unique") else "HiGHS (columns scaled)"),
+        status=str(res.message),
         residual=float(np.linalg.norm(Xc @ bp - yc) / np.linalg.norm(yc)),
         dual_infeasibility=float(max(0.0, np.max(np.abs(Xc.T @ lam) / wts) - 1.0)),
         gap=float(abs(norm1 - yc @ lam) / max(norm1, np.finfo(float).tiny)))

@@ -456,3 +456,15 @@ def test_min_l1_at_the_top_of_the_float64_range():
         assert F(c) * F(float(beta[0])) - F(c) * F(float(beta[1])) == F(c)  # exact
         assert float(np.abs(beta).sum()) == pytest.approx(1.0, rel=1e-12)
         assert cert.verified() and cert.residual == 0.0
+
+
+def test_min_l1_square_x_with_columns_at_very_different_scales():
+    """Issue 21 round 12 (item 6): X = [[0, 1e35], [2e-62, 2e35]], y = (-2, -1) was refused
+    with condition number 2.5e97 (the column-scaled matrix is [[0, .5], [1, 1]] to powers of
+    two, well conditioned); HiGHS gives up on weights spanning 2**322. X is square and
+    nonsingular, so the interpolant is unique: [1.5e62, -2e-35] (Fractions)."""
+    X, y = np.array([[0.0, 1e35], [2e-62, 2e35]]), np.array([-2.0, -1.0])
+    want = _exact_unique_solution(X, y)
+    beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+    np.testing.assert_allclose(np.asarray(beta), want, rtol=1e-12, atol=0)
+    assert cert.verified()
