@@ -468,3 +468,20 @@ def test_min_l1_square_x_with_columns_at_very_different_scales():
     beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
     np.testing.assert_allclose(np.asarray(beta), want, rtol=1e-12, atol=0)
     assert cert.verified()
+
+
+def test_l2_max_margin_small_integer_data_is_exact_to_rounding():
+    """Issue 21 round 12 (item 7): Clarabel's answer [2.3e-7, -1, 1.7e-6] (verified at 1e-8)
+    for the max-margin direction whose exact value is [0, -1, 0]: w = (0, -1, 0) meets every
+    constraint y_n <x_n, w> >= 1 with equality and is the multiplier-1 combination of the
+    fourth row y_4 x_4 = (0, -1, 0), a >= 0, so KKT holds exactly (checked in Fractions)."""
+    from fractions import Fraction as F
+
+    X = np.array([[-2.0, 1, -1], [2, -1, 1], [2, 1, -1], [0, 1, 0]])
+    y = np.array([-1.0, 1, -1, -1])
+    want = [F(0), F(-1), F(0)]
+    for row, t in zip(X, y, strict=True):  # feasibility, exactly
+        assert F(float(t)) * sum(F(float(a)) * b for a, b in zip(row, want, strict=True)) >= 1
+    assert [F(float(y[3])) * F(float(v)) for v in X[3]] == want  # w = 1 * y_4 x_4
+    w = np.asarray(lib.max_margin(X, y, p=2))
+    np.testing.assert_allclose(w, [0.0, -1.0, 0.0], rtol=0, atol=1e-12)
