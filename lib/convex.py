@@ -126,13 +126,20 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             ``X`` whose condition number (over the singular values kept, after scaling to
             max 1) exceeds ``1e-9 / eps`` (~4.5e6), where no float64 solution is guaranteed
             the promised accuracy (rows or columns at very different scales, e.g. 1e100,
-            count here); or an interpolant outside float64's range: overflowing, or
+            count here); for either ``p`` an ``X`` singular to rounding (a singular value at
+            most ``eps max(N, d)`` times the largest, after scaling to max 1) that has a larger
+            rank in exact rational arithmetic (rows (1, 1) and (1, 1 + 2**-52): its unique
+            interpolant is beyond float64's accuracy), or that has more than 1000 entries or
+            30 rows, too many to decide its rank exactly (an exactly rank-deficient small ``X``,
+            e.g. duplicated rows with equal targets, is solved); or an interpolant outside
+            float64's range: overflowing, or
             underflowing (below the normal range 2.2e-308, where rounding it would cost more
             than 1e-9 of its norm: ``X = [[1e300, 1]]``, ``y = [1e-300]`` has an interpolant
             of size about 1e-600), the message naming ``max |y| / max |X|``; an answer that
             does not interpolate the caller's ``X`` and ``y``: every answer is checked on them,
             each row's exact residual relative to :math:`|X_i||\beta| + |y_i|` at most 1e-9,
-            and the message gives the worst row's. When the first solve fails and the rows'
+            and the message gives the worst row's. When the first solve (or its row check)
+            fails and the rows'
             largest entries differ by more than 2**20, the equivalent system with rows
             divided by powers of two is solved instead (rows (1, 2) and (1e-300, 1e-300);
             ``p = 2`` then refined with exact residuals), its answer checked the same way.
@@ -146,7 +153,8 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             :math:`V_r^\top\beta = S_r^{-1}U_r^\top y` (SVD of ``X``), which must verify too;
             when columns of ``X`` differ in scale by more than 1e3 and both fail, the
             equivalent weighted problem on columns scaled to max 1 is solved and verified
-            (e.g. one column multiplied by 1e12).
+            (e.g. one column multiplied by 1e12; for a square ``X`` whose weights HiGHS cannot
+            handle, its unique solution by LU with the dual point that certifies it).
 
     Example:
         >>> import numpy as np
@@ -167,6 +175,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
     X0, y0 = np.asarray(X), np.asarray(y)
     try:
         beta, cert = _min_norm_solve(X, y, p)
+        # inside the try: an answer failing the row check on the caller's X and y is retried
+        # row-scaled too (issue 21: rows (1, 2), (1e-300, 1e-300), y = (1, 1e-300), p = 2, was
+        # refused with row 1 residual 0.25 although the row-scaled solve gives [1, 0])
+        _check_interpolates(np.asarray(beta), X0, y0)
     except (ValueError, RuntimeError) as err:
         # rows at very different scales (rows (1, 2) and (1e-300, 1e-300)): after dividing by
         # max |X| alone the small rows fall below every solver tolerance. Retry on the
@@ -232,21 +244,39 @@ def _row_scaled(X, y):
 
 def _backward_error(beta, X, y):
     """``(worst, row)``: the largest over rows i of the exact residual
-    :math:`|X_i\beta - y_i|` (:func:`_exact_residual`, rows divided by powers of two first)
-    relative to :math:`|X_i||\beta| + |y_i|`, and its row (``inf`` when not computable)."""
-    r = _validate.pow2_of(np.max(np.abs(X), axis=1))
-    sb = _validate.pow2_scale(beta)
-    with np.errstate(over="ignore", under="ignore"):
-        Xr, bs = X / r[:, None], beta / sb
-        ys = (y / r) / sb
-    worst = np.inf
-    if np.all(np.isfinite(ys)):
-        res = _exact_residual(Xr, bs, ys)
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            scale = np.abs(Xr) @ np.abs(bs) + np.abs(ys)
-            rel = np.where(scale > 0, np.abs(res) / np.where(scale > 0, scale, 1.0), 0.0)
-        worst = float(np.max(rel))
-    return worst, (int(np.argmax(rel)) if np.isfinite(worst) else 0)
+    :math:`|X_i\beta - y_i|` relative to :math:`|X_i||\beta| + |y_i|`, and its row (``inf``
+    when not computable). Scale-safe: each term :math:`X_{ij}\beta_j` and :math:`y_i` is
+    split into mantissa and power of two, and the row is scaled by a power of two to its
+    largest term before the exact sum (error-free products, ``math.fsum``); terms that then
+    underflow are below 2**-1000 of the row's largest, negligible. (Dividing rows and beta by
+    powers of two alone let ``y_i`` underflow to 0: X = [[1e-181, -1e-181], [0, -1e171]],
+    y = (-1, 3) certified [-1e181, 0], whose row 2 gives 0, not 3; issue 21.)"""
+    import math
+
+    X, beta, y = (np.asarray(a, dtype=np.float64) for a in (X, beta, y))
+    if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        return np.inf, 0
+    mx, ex = np.frexp(X)
+    mb, eb = np.frexp(beta)
+    my, ey = np.frexp(y)
+    low = np.iinfo(np.int64).min // 4
+    et = np.where((X != 0) & (beta != 0)[None, :], ex.astype(np.int64) + eb[None, :], low)
+    ety = np.where(y != 0, ey.astype(np.int64), low)
+    E = np.maximum(np.max(et, axis=1), ety)  # the row's largest term's power of two
+    p, e = _validate.two_product(mx, mb[None, :])  # |mantissas| in [0.5, 1): exact
+    shift = np.clip(et - E[:, None], -2000, 0).astype(np.int64)
+    with np.errstate(under="ignore"):
+        ps, es = np.ldexp(p, shift), np.ldexp(e, shift)
+        ys = np.ldexp(my, np.clip(ety - E, -2000, 0).astype(np.int64))
+    rel = np.zeros(X.shape[0])
+    for i in range(X.shape[0]):
+        if E[i] == low:  # a zero row with y_i = 0 (or beta = 0 and y_i = 0)
+            continue
+        res = abs(math.fsum([*ps[i], *es[i], -ys[i]]))
+        scale = math.fsum(np.abs(ps[i])) + abs(ys[i])
+        rel[i] = res / scale if scale > 0 else 0.0
+    worst = float(np.max(rel)) if rel.size else 0.0
+    return worst, int(np.argmax(rel)) if rel.size else 0
 
 
 def _check_interpolates(beta, X, y):
@@ -349,12 +379,21 @@ def _min_norm_solve(X, y, p):
                              f"{resid:.3e} (relative) is above rounding level {rounding:.1e}, "
                              f"so X beta = y is inconsistent or its minimum-norm interpolant "
                              f"is ill-determined")
+        if kept.size < sv.size:
+            # numerically rank deficient: lstsq dropped singular values, which is right only
+            # if X is exactly rank deficient (issue 21: rows (1, 1) and (1, 1 + 2**-52), y =
+            # (1, 1), gave [0.5, 0.5] where the unique interpolant is [1, 0])
+            _check_numerical_rank(np.asarray(X), sv, kept.size)
         if cond * eps > _VERIFY_TOL:
             raise ValueError(_ill_conditioned(sv, cond))
         # lstsq returns the minimum-norm solution for under-determined systems
         beta = _unscale(beta, cy / cx, X, y)
         return beta, None
     try:
+        # numerically rank deficient: every float64 route (the LP, the whitened system) sees
+        # only the kept directions, right only if X is exactly rank deficient (issue 21: rows
+        # (1, 2) and (1, 2 + 2**-51), y = (2, 2), "verified" [0, 1]; the interpolant is [2, 0])
+        _check_numerical_rank_of(Xn, np.asarray(X))
         try:
             beta, cert = _l1_interpolant(Xn, yn)
         except (ValueError, RuntimeError) as err:
@@ -379,6 +418,10 @@ def _min_norm_solve(X, y, p):
         if not np.any(col > 0) or np.max(col) <= 1e3 * np.min(col[col > 0]):
             raise
         try:
+            # the same rank test on the columns scaled to max 1 (where the LP is solved)
+            Xa = np.asarray(X)
+            Xc = Xa / _validate.pow2_of(np.max(np.abs(Xa), axis=0))
+            _check_numerical_rank_of(Xc / _validate.pow2_scale(Xc), Xa)
             beta, cert = _l1_interpolant_columns(np.asarray(X), np.asarray(y))
         except (ValueError, RuntimeError):
             raise err from None
@@ -403,13 +446,15 @@ def _certify_original(cert, beta, X, y, forward_error):
     # what rounding beta to float64 (relative eps / 2 per entry) alone can leave, |X| |beta| eps,
     # is not counted: for an ill-conditioned X the exact optimum rounded has a residual far
     # above 1e-9 |y| (|beta| ~ |y| / s_min); the forward error is checked separately
+    # the scale s = sx sb kept as two powers of two (their product overflowed for X = [[1e308,
+    # -1e308]], y = [1e308]: residual nan, error inf at condition number 1; issue 21)
+    sx, sb = _validate.pow2_scale(X), _validate.pow2_scale(beta)
+    ex_s = int(np.frexp(sx)[1]) + int(np.frexp(sb)[1]) - 2  # s = 2**ex_s
     with np.errstate(over="ignore", under="ignore"):
-        s = _validate.pow2_scale(X) * _validate.pow2_scale(beta)
-        allow = np.finfo(float).eps * (np.abs(X / _validate.pow2_scale(X))
-                                       @ np.abs(beta / _validate.pow2_scale(beta)))
-        excess = np.maximum(np.abs(r) / s - allow, 0.0)
-    ny = _validate.norm(y)
-    residual = float(_validate.norm(excess) * s / ny) if ny > 0 else np.inf
+        allow = np.finfo(float).eps * (np.abs(X / sx) @ np.abs(beta / sb))
+        excess = np.maximum(np.abs((r / sx) / sb) - allow, 0.0)
+        (me, ee), (my0, ey0) = _validate.norm_pow2(excess), _validate.norm_pow2(y)
+        residual = float(np.ldexp(me / my0, ee + ex_s - ey0)) if my0 > 0 else np.inf
     # the forward error of the returned beta itself, from its exact residual: d = X_S^+ r on its
     # support S (a residual below the rounding allowance can still hide an error of up to
     # cond(X_S) times it), at least the refinement's own estimate
@@ -434,11 +479,12 @@ def _certify_original(cert, beta, X, y, forward_error):
         Xs = X / _validate.pow2_scale(X)
         U, sv_all, Vt = np.linalg.svd(Xs, full_matrices=False)
         keep = sv_all > max(X.shape) * np.finfo(float).eps * sv_all[0]
-        signed = np.sign(r / s) * excess  # scaled by s and by pow2_scale(X) like Xs
+        signed = np.sign(r) * excess  # scaled by s and by pow2_scale(X) like Xs
         d_all = Vt[keep].T @ ((U[:, keep].T @ signed) / sv_all[keep])
-        nbeta = _validate.norm(beta)
-        fe_all = (float(_validate.norm(d_all) * s / _validate.pow2_scale(X) / nbeta)
-                  if nbeta > 0 else np.inf)
+        # |d_all| s / sx / |beta| = |d_all| sb / |beta|, as mantissas and powers of two
+        (mda, eda), (mnb, enb) = _validate.norm_pow2(d_all), _validate.norm_pow2(beta)
+        fe_all = (float(np.ldexp(mda / mnb, eda + int(np.frexp(sb)[1]) - 1 - enb))
+                  if mnb > 0 else np.inf)
     forward_error = max(float(forward_error), fe if np.isfinite(fe) else np.inf,
                         fe_all if np.isfinite(fe_all) else np.inf)
     # the certificate reports the exact residual, rounding included (rows (2, -3, -1, -3),
@@ -497,6 +543,32 @@ def _exact_ranks(X, y):
     return rank_x, rank
 
 
+def _check_numerical_rank_of(Xs, X):
+    """:func:`_check_numerical_rank` of ``X`` with the numerical rank of ``Xs`` (``X``
+    rescaled to max 1, rows or columns by powers of two)."""
+    sv = np.linalg.svd(Xs, compute_uv=False)
+    rank = int(np.sum(sv > np.finfo(float).eps * max(Xs.shape) * sv[0]))
+    if rank < sv.size:
+        _check_numerical_rank(X, sv, rank)
+
+
+def _check_numerical_rank(X, sv, rank):
+    """Raise ValueError unless ``X``, of numerical rank ``rank`` (singular values ``sv`` of X
+    scaled to max 1, those at most eps max(N, d) sv[0] counted as 0), has exactly that rank
+    in rational arithmetic (:func:`_exact_ranks`): a larger exact rank is an X singular only
+    to rounding, whose interpolant no float64 solve determines; a system too large for the
+    exact test is refused too."""
+    ranks = _exact_ranks(X, np.zeros(X.shape[0]))
+    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+    if ranks is None:
+        raise ValueError(_ill_conditioned(sv, cond) + f" (X has numerical rank {rank} < "
+                         f"{sv.size}, and it is too large ({X.size} entries, {X.shape[0]} "
+                         f"rows; at most {_EXACT_MAX} and 30) to decide its rank exactly)")
+    if ranks[0] > rank:
+        raise ValueError(_ill_conditioned(sv, cond) + f" (X has rank {ranks[0]} in exact "
+                         f"arithmetic but only {rank} to rounding)")
+
+
 def _ill_conditioned(sv, cond):
     return (f"X is too ill-conditioned for a minimum-norm interpolant accurate to "
             f"{_VERIFY_TOL:.0e} in float64: condition number {cond:.3e} (singular values "
@@ -520,6 +592,20 @@ def _l1_interpolant_columns(X, y):
     d = X.shape[1]
     res = linprog(np.concatenate([wts, wts]), A_eq=np.hstack([Xc, -Xc]), b_eq=yc,
                   bounds=(0, None), method="highs")
+    if (res.x is None or res.eqlin is None) and Xc.shape[0] == d:
+        # weights spanning more than HiGHS handles (1 / c from 2**-117 to 2**205 for X =
+        # [[0, 1e35], [2e-62, 2e35]], issue 21): a square X nonsingular after column scaling has
+        # one interpolant, optimal by itself; its dual point lam = Xc^-T (s / c) with s =
+        # sign(b') makes the weighted gap sum |b'_j| / c_j - yc^T lam zero
+        with np.errstate(all="ignore"):
+            bp = np.linalg.solve(Xc, yc)
+            lam = np.linalg.solve(Xc.T, np.sign(bp) * wts)
+        if np.all(np.isfinite(bp)) and np.all(np.isfinite(lam)):
+            from types import SimpleNamespace
+
+            res = SimpleNamespace(x=np.concatenate([np.maximum(bp, 0), np.maximum(-bp, 0)]),
+                                  eqlin=SimpleNamespace(marginals=lam), status=0,
+                                  message="unique solution (square X, LU)")
     if res.x is None or res.eqlin is None:
         raise RuntimeError(f"min_norm_interpolant: HiGHS returned no solution on the "
                            f"column-scaled system (status {res.status}: {res.message})")
@@ -527,7 +613,9 @@ def _l1_interpolant_columns(X, y):
     lam = np.asarray(res.eqlin.marginals)
     norm1 = float(np.sum(wts * np.abs(bp)))
     cert = Certificate(
-        solver="HiGHS (columns scaled)", status=str(res.message),
+        solver=("LU (columns scaled)" if isinstance(res.message, str) and
+                res.message.startswith("unique") else "HiGHS (columns scaled)"),
+        status=str(res.message),
         residual=float(np.linalg.norm(Xc @ bp - yc) / np.linalg.norm(yc)),
         dual_infeasibility=float(max(0.0, np.max(np.abs(Xc.T @ lam) / wts) - 1.0)),
         gap=float(abs(norm1 - yc @ lam) / max(norm1, np.finfo(float).tiny)))
@@ -1024,7 +1112,9 @@ def max_margin(X, y, p=2):
     :math:`y_n \langle x_n, w\rangle \ge 1` for all n.
 
     The :math:`\ell_p` margin of the data is :math:`1 / \|w\|_p` and its direction is
-    :math:`w / \|w\|_p`.
+    :math:`w / \|w\|_p`. For ``p = 2`` the verified solver answer is polished on its active
+    constraints: the minimum-norm solution of those taken as equalities, kept only when it is
+    feasible with nonnegative multipliers (optimal to rounding).
 
     Args:
         X: ``(N, d)`` float inputs.
@@ -1065,9 +1155,42 @@ def max_margin(X, y, p=2):
     Xn, _, cx, _ = _scaled(np.asarray(X), np.ones(1))
     yn = np.asarray(y)
     w = _margin_solve(Xn, yn, p, "max_margin")
+    if p == 2:
+        w = _polish_l2_margin(Xn, yn, np.asarray(w, dtype=np.float64))
     with np.errstate(over="ignore"):
         w = w / cx
     if not np.all(np.isfinite(w)):
         raise ValueError(f"the max-margin classifier is outside float64's range: its norm "
                          f"scales as 1 / max |X| and max |X| = {cx:.3e}; rescale X")
     return jnp.asarray(w)
+
+
+def _polish_l2_margin(Xn, yn, w):
+    r"""Active-set polish of the (verified) interior-point max-margin ``w`` (p = 2): on the
+    constraints active to 1e-6, the minimum-norm w2 with :math:`y_n\langle x_n, w_2\rangle =
+    1` there, w2 = Z_A^T a, is the exact optimum when it is feasible (all margins at least 1)
+    and a >= 0 (KKT); then returned, else ``w`` (Clarabel's answer was off by 1e-6 on small
+    integer data: [2.3e-7, -1, 1.7e-6] for [0, -1, 0]; issue 21)."""
+    Z = yn[:, None] * Xn
+    m = Z @ w
+    active = m <= 1 + 1e-6
+    eps = np.finfo(float).eps
+    for _ in range(Z.shape[0]):
+        if not np.any(active):
+            return w
+        Za = Z[active]
+        with np.errstate(all="ignore"):
+            w2 = np.linalg.lstsq(Za, np.ones(Za.shape[0]), rcond=None)[0]
+            a = np.linalg.lstsq(Za.T, w2, rcond=None)[0]
+        if not (np.all(np.isfinite(w2)) and np.all(np.isfinite(a))):
+            return w
+        tol = 1e3 * max(Z.shape) * eps
+        if a.min() < -tol * max(float(np.max(np.abs(a))), 1.0):
+            idx = np.flatnonzero(active)
+            active[idx[np.argmin(a)]] = False  # drop the most negative multiplier
+            continue
+        ok = (np.linalg.norm(Za.T @ a - w2) <= tol * max(np.linalg.norm(w2), 1.0)
+              and float(np.min(Z @ w2)) >= 1 - tol
+              and np.linalg.norm(w2) <= np.linalg.norm(w) * (1 + 1e-6))
+        return w2 if ok else w
+    return w

@@ -336,3 +336,152 @@ def test_min_l1_with_near_duplicate_columns_meets_the_exact_optimum():
         best = float(sum(abs(v) for v in _exact_min_l1(X, y)))
         worst = max(worst, abs(float(np.abs(beta).sum()) - best) / best)
     assert worst <= 1e-9
+
+
+def _exact_unique_solution(X, y):
+    """The unique exact solution of X b = y (X of full column rank, float entries read as
+    exact rationals) by Gauss-Jordan on Fractions, checked to interpolate exactly."""
+    from fractions import Fraction
+
+    N, d = X.shape
+    M = [[Fraction(float(v)) for v in row] + [Fraction(float(t))] for row, t in zip(X, y,
+                                                                                     strict=True)]
+    r = 0
+    for c in range(d):
+        piv = next(i for i in range(r, N) if M[i][c] != 0)
+        M[r], M[piv] = M[piv], M[r]
+        M[r] = [v / M[r][c] for v in M[r]]
+        for i in range(N):
+            if i != r and M[i][c] != 0:
+                M[i] = [a - M[i][c] * b for a, b in zip(M[i], M[r], strict=True)]
+        r += 1
+    b = [M[i][d] for i in range(d)]
+    for row, t in zip(X, y, strict=True):  # consistent and exact
+        assert sum(Fraction(float(a)) * v for a, v in zip(row, b, strict=True)) == Fraction(
+            float(t))
+    return np.array([float(v) for v in b])
+
+
+def _correct_or_refused(X, y, p, match="ill-conditioned"):
+    """The answer matches the exact unique interpolant to 1e-9 (relative), or a ValueError
+    matching ``match`` is raised; never a wrong answer."""
+    want = _exact_unique_solution(X, y)
+    try:
+        beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+    except ValueError as err:
+        assert match in str(err), str(err)
+        return None
+    assert np.linalg.norm(beta - want) <= 1e-9 * np.linalg.norm(want), (beta, want)
+    return beta
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("X, y", [
+    ([[1.0, 1.0], [1.0, 1 + 2**-52]], [1.0, 1.0]),  # exact answer [1, 0], p = 2 gave [.5, .5]
+    ([[3, -3, -2], [3, -2.9999999999999996, -2], [1, -3, 0]], [3, 3, 2]),  # [2, 0, 1.5]
+    ([[1.0, 2.0], [1.0, 2 + 2**-51]], [2.0, 2.0]),  # [2, 0]; p = 1 "verified" [0, 1]
+])
+def test_min_norm_of_x_singular_only_to_rounding_is_never_the_dropped_rank_answer(X, y, p):
+    """Issue 21 round 12 (items 1, 2): an X singular to rounding but invertible exactly has a
+    unique interpolant; lstsq and the LP drop the tiny singular value and answered for a
+    different system. Exactly full rank is now found in rational arithmetic and refused as
+    too ill-conditioned (the answer would need cond eps << 1e-9)."""
+    X, y = np.array(X, dtype=float), np.array(y, dtype=float)
+    _correct_or_refused(X, y, p)
+
+
+def test_min_l1_of_rows_singular_only_to_rounding_is_refused():
+    """Issue 21 round 12 (item 2): rows (1, 2, 3) and (1, 2, 3 + 1e-15) are independent in
+    exact arithmetic (rank 2), y = (1, 1): [0, 0, 1/3] misses row 2 by 4e-16 / 3 along a
+    direction of singular value 1e-16, i.e. O(1) from every interpolant. Duplicated rows
+    (exact rank 1) with equal targets are still solved."""
+    from fractions import Fraction
+
+    X = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3 + 1e-15]])
+    det = Fraction(1) * Fraction(3 + 1e-15) - Fraction(3.0) * Fraction(1)  # a 2 x 2 minor
+    assert det != 0  # exactly rank 2
+    with pytest.raises(ValueError, match="ill-conditioned.*rank 2 in exact"):
+        lib.min_norm_interpolant(X, np.array([1.0, 1.0]), p=1)
+    beta = np.asarray(lib.min_norm_interpolant(X[[0, 0]], np.array([1.0, 1.0]), p=1))
+    np.testing.assert_allclose(beta, [0, 0, 1 / 3], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_row_check_is_scale_safe(p):
+    """Issue 21 round 12 (item 3): the per-row interpolation check divided y_i by the row's
+    and beta's powers of two, and y_i underflowed to 0: X = [[1e-181, -1e-181], [0, -1e171]],
+    y = (-1, 3) gave (p = 1) [-1e181, 0] with verified() True, whose row 2 gives 0, not 3.
+    The exact solution (Fractions) is [-1e181 - 3e-171, -3e-171] to rounding; np.eye(2)
+    with y = (5e-324, 1) returned [0, 1], row 0 off by its whole value. Each answer must
+    match the exact one or be refused."""
+    for X, y in ((np.array([[1e-181, -1e-181], [0.0, -1e171]]), np.array([-1.0, 3.0])),
+                 (np.eye(2), np.array([5e-324, 1.0]))):
+        want = _exact_unique_solution(X, y)
+        try:
+            beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+        except ValueError:
+            continue
+        # entry-wise, to 1e-9 of each entry (the row check is per row)
+        np.testing.assert_allclose(beta, want, rtol=1e-9, atol=0)
+    assert lib.convex._backward_error(np.array([-1e181, 0.0]),
+                                      np.array([[1e-181, -1e-181], [0.0, -1e171]]),
+                                      np.array([-1.0, 3.0])) == (1.0, 1)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_failed_row_check_triggers_the_row_scaled_retry(p):
+    """Issue 21 round 12 (item 4): rows (1, 2) and (1e-300, 1e-300), y = (1, 1e-300): the
+    first answer failed the row check on the caller's X and y, which ran outside the retry,
+    so p = 2 raised "row 1 residual 0.25". The unique exact solution is [1, 0]."""
+    X, y = np.array([[1.0, 2.0], [1e-300, 1e-300]]), np.array([1.0, 1e-300])
+    want = _exact_unique_solution(X, y)
+    np.testing.assert_array_equal(want, [1.0, 0.0])
+    beta = np.asarray(lib.min_norm_interpolant(X, y, p))
+    assert np.linalg.norm(beta - want) <= 1e-12
+    worst, _ = lib.convex._backward_error(beta, X, y)
+    assert worst <= 1e-12
+
+
+def test_min_l1_at_the_top_of_the_float64_range():
+    """Issue 21 round 12 (item 5): X = [[1e308, -1e308]], y = [1e308] was refused ("condition
+    number 1 ... relative residual nan"): the certificate's scale 2**1023 * 2 overflowed. The
+    minimum-l1 interpolants are [t, t - 1] for t in [0, 1], all of l1 norm 1 (by hand), and
+    HiGHS's vertex is [1, 0]; the answer is checked exactly in Fractions."""
+    from fractions import Fraction as F
+
+    for c in (1e300, 1e308):
+        X, y = np.array([[c, -c]]), np.array([c])
+        beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+        beta = np.asarray(beta)
+        assert F(c) * F(float(beta[0])) - F(c) * F(float(beta[1])) == F(c)  # exact
+        assert float(np.abs(beta).sum()) == pytest.approx(1.0, rel=1e-12)
+        assert cert.verified() and cert.residual == 0.0
+
+
+def test_min_l1_square_x_with_columns_at_very_different_scales():
+    """Issue 21 round 12 (item 6): X = [[0, 1e35], [2e-62, 2e35]], y = (-2, -1) was refused
+    with condition number 2.5e97 (the column-scaled matrix is [[0, .5], [1, 1]] to powers of
+    two, well conditioned); HiGHS gives up on weights spanning 2**322. X is square and
+    nonsingular, so the interpolant is unique: [1.5e62, -2e-35] (Fractions)."""
+    X, y = np.array([[0.0, 1e35], [2e-62, 2e35]]), np.array([-2.0, -1.0])
+    want = _exact_unique_solution(X, y)
+    beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+    np.testing.assert_allclose(np.asarray(beta), want, rtol=1e-12, atol=0)
+    assert cert.verified()
+
+
+def test_l2_max_margin_small_integer_data_is_exact_to_rounding():
+    """Issue 21 round 12 (item 7): Clarabel's answer [2.3e-7, -1, 1.7e-6] (verified at 1e-8)
+    for the max-margin direction whose exact value is [0, -1, 0]: w = (0, -1, 0) meets every
+    constraint y_n <x_n, w> >= 1 with equality and is the multiplier-1 combination of the
+    fourth row y_4 x_4 = (0, -1, 0), a >= 0, so KKT holds exactly (checked in Fractions)."""
+    from fractions import Fraction as F
+
+    X = np.array([[-2.0, 1, -1], [2, -1, 1], [2, 1, -1], [0, 1, 0]])
+    y = np.array([-1.0, 1, -1, -1])
+    want = [F(0), F(-1), F(0)]
+    for row, t in zip(X, y, strict=True):  # feasibility, exactly
+        assert F(float(t)) * sum(F(float(a)) * b for a, b in zip(row, want, strict=True)) >= 1
+    assert [F(float(y[3])) * F(float(v)) for v in X[3]] == want  # w = 1 * y_4 x_4
+    w = np.asarray(lib.max_margin(X, y, p=2))
+    np.testing.assert_allclose(w, [0.0, -1.0, 0.0], rtol=0, atol=1e-12)
