@@ -12,7 +12,10 @@ double precision. Public functions are re-exported here:
 * :mod:`lib.margins`: smoothed and F1 margins, kernel/simplex/F1 max-margin references.
 * :mod:`lib.parity`: biased sparse and leaky parities, exact population quantities, the
   selected-parity models (Malach et al. 2021).
-* :mod:`lib.diagonal`: diagonal linear networks, their implicit bias Q and its exact limits.
+* :mod:`lib.diagonal`: diagonal linear networks, their implicit bias Q and its exact limit in
+  regression.
+* :mod:`lib.diagonal_classification`: the same networks on the exponential loss, their margin
+  limits (Moroshko et al. 2020).
 * :mod:`lib.plotting`: the figure style.
 * :func:`lib.check`: the chapters' self-check cells (the checkers themselves live with the
   instructors' grader, the repository's ``homework`` package, not in ``lib``).
@@ -30,6 +33,7 @@ from . import (  # noqa: E402
     config,
     convex,
     diagonal,
+    diagonal_classification,
     flows,
     kernels,
     lazy,
@@ -41,13 +45,8 @@ from . import (  # noqa: E402
 )
 from ._check import check  # noqa: E402
 from .convex import max_margin, min_norm_interpolant  # noqa: E402
-from .diagonal import (  # noqa: E402
-    Q,
-    exponential_loss_path,
-    gradient_flow_path,
-    implicit_bias_limit,
-    margin_limit,
-)
+from .diagonal import Q, gradient_flow_path, implicit_bias_limit  # noqa: E402
+from .diagonal_classification import exponential_loss_path, margin_limit  # noqa: E402
 from .flows import (  # noqa: E402
     DivergenceError,
     Trajectory,
@@ -97,6 +96,7 @@ __all__ = [
     "population_loss",
     "selected_parity",
     "diagonal",
+    "diagonal_classification",
     "Q",
     "exponential_loss_path",
     "gradient_flow_path",

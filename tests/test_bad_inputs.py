@@ -9,6 +9,7 @@ import pytest
 
 import lib
 from lib import convex, diagonal, flows, kernels, lazy, margins, ntk, parity, twolayer
+from lib import diagonal_classification as dc
 
 X1 = np.array([[1.0, 2.0]])
 
@@ -275,7 +276,7 @@ def test_public_api_is_importable_from_lib():
 def test_overflowing_internal_steps_blame_the_caller_arguments():
     X, y = np.array([[1.0, 2.0], [2.0, 0.5]]), np.array([1.0, 1.0])
     with pytest.raises(ValueError, match="curvature bound.*alpha"):
-        diagonal.exponential_loss_path(X * 1e200, y, 1.0, accuracies=[1.0])
+        dc.exponential_loss_path(X * 1e200, y, 1.0, accuracies=[1.0])
     with pytest.raises(ValueError, match="alpha\\*\\*depth overflows"):
         diagonal.gradient_descent_path(X[:1], [1.0], 1e200, step_size=0.1, num_steps=3)
 
@@ -409,7 +410,7 @@ def test_p_must_be_the_int_one_or_two(p):
 @pytest.mark.parametrize("flag", ["no", 0, None])
 def test_return_dual_must_be_a_bool(flag):
     with pytest.raises(ValueError, match="return_dual"):
-        diagonal.margin_limit(np.array([[1.0, 2.0]]), [1.0], 1.0, return_dual=flag)
+        dc.margin_limit(np.array([[1.0, 2.0]]), [1.0], 1.0, return_dual=flag)
 
 
 class _Unhashable:
@@ -482,7 +483,7 @@ def test_kernel_max_margin_zero_k_and_bad_accuracies_and_sizes():
         margins.kernel_max_margin(np.zeros((2, 2)), [1.0, -1.0])
     for bad in ("abc", None, [1 + 1j], [True, False]):
         with pytest.raises(ValueError, match="accuracies"):
-            diagonal.exponential_loss_path(X1, [1.0], 1.0, accuracies=bad)
+            dc.exponential_loss_path(X1, [1.0], 1.0, accuracies=bad)
     with pytest.raises(ValueError, match="^n = "):
         parity.bsp_correlations(10**30, [0], 0.5)
     with pytest.raises(ValueError, match="^n \\* n = "):
@@ -500,7 +501,7 @@ def test_margin_limit_converges_at_depth_three():
     for _ in range(5):
         X = rng.normal(size=(4, 6))
     y = np.sign(X[:, 0])
-    w, lam = diagonal.margin_limit(X, y, 1e-6, 3, return_dual=True)
+    w, lam = dc.margin_limit(X, y, 1e-6, 3, return_dual=True)
     margin = y * (X @ np.asarray(w))
     # KKT checked here independently: primal feasibility and complementary slackness
     assert margin.min() >= 1 - 1e-8
@@ -512,8 +513,8 @@ def test_empty_inputs_are_refused_by_name():
     p1 = {"a": np.ones(1), "B": np.ones((1, 2))}
     for f in (lambda: margins.f1_normalized_margin(p1, E2, E0),
               lambda: margins.simplex_max_margin(E2, E0),
-              lambda: diagonal.margin_limit(E2, E0, 1.0),
-              lambda: diagonal.exponential_loss_path(E2, E0, 1.0)):
+              lambda: dc.margin_limit(E2, E0, 1.0),
+              lambda: dc.exponential_loss_path(E2, E0, 1.0)):
         with pytest.raises(ValueError, match="^X must have at least one row and one column"):
             f()
     with pytest.raises(ValueError, match="params must have m >= 1 units"):
@@ -709,8 +710,8 @@ def test_margin_limit_rescales_extreme_x():
     X, y = np.array([[1.0, 2.0], [2.0, -1.0]]), np.array([1.0, 1.0])
     # w(c X, mu) = w(X, mu c) / c (substitute w = v / c)
     for c in (1e300, 1e-200):
-        w = np.asarray(diagonal.margin_limit(X * c, y, 1e-3 / c))
-        ref = np.asarray(diagonal.margin_limit(X, y, 1e-3)) / c
+        w = np.asarray(dc.margin_limit(X * c, y, 1e-3 / c))
+        ref = np.asarray(dc.margin_limit(X, y, 1e-3)) / c
         assert np.allclose(w, ref, rtol=1e-8, atol=0)
         assert np.min(y * ((X * c) @ w)) >= 1 - 1e-8
 
@@ -719,7 +720,7 @@ def test_exponential_loss_path_refuses_non_separable_data_at_once():
     import time
     t = time.process_time()
     with pytest.raises(ValueError, match="not linearly separable"):
-        diagonal.exponential_loss_path(np.array([[1.0], [1.0]]), np.array([1.0, -1.0]), 1.0)
+        dc.exponential_loss_path(np.array([[1.0], [1.0]]), np.array([1.0, -1.0]), 1.0)
     assert time.process_time() - t < 5
 
 
@@ -1200,7 +1201,7 @@ def test_newton_iteration_bound_beyond_int64_names_max_iter():
     with pytest.raises(ValueError, match="max_iter"):
         diagonal.implicit_bias_limit([[1.0, 2.0, 0.5]], [1.0], 1e-3, max_iter=10**400)
     with pytest.raises(ValueError, match="max_iter"):
-        diagonal.margin_limit(np.array([[1.0, 0.0]]), np.array([1.0]), 1.0, max_iter=10**400)
+        dc.margin_limit(np.array([[1.0, 0.0]]), np.array([1.0]), 1.0, max_iter=10**400)
 
 
 def test_gradient_flow_reaches_a_target_the_loss_resolves_to_few_digits():
@@ -1224,7 +1225,7 @@ def test_gradient_flow_reaches_a_target_the_loss_resolves_to_few_digits():
                                     target=1e-310), "target"),
     (lambda: diagonal.gradient_flow_path(X1, [1.0], 1e-310), "alpha"),
     (lambda: diagonal.gradient_flow_path(X1, [1.0], 1.0, target=1e-310), "target"),
-    (lambda: diagonal.exponential_loss_path(X1, [1.0], 1e-310), "alpha"),
+    (lambda: dc.exponential_loss_path(X1, [1.0], 1e-310), "alpha"),
     (lambda: diagonal.implicit_bias_limit([[1.0, 2.0]], [1.0], 1e-310), "alpha"),
     (lambda: diagonal.init_diagonal(3, 1e-310), "alpha"),
     (lambda: lazy.train(_lin, jnp.ones(2), np.eye(2), np.ones(2), alpha=1e-310,
@@ -1250,7 +1251,7 @@ def test_exponential_loss_path_with_tiny_inputs_runs():
     # returned w, recomputed with scipy's logsumexp, and the margin min_n y_n <x_n, w>
     from scipy.special import logsumexp
     X, y = 1e-160 * np.array([[1.0, 2.0], [2.0, 0.5]]), np.array([1.0, 1.0])
-    r = diagonal.exponential_loss_path(X, y, 1.0, 2, accuracies=[1.0])
+    r = dc.exponential_loss_path(X, y, 1.0, 2, accuracies=[1.0])
     w = np.asarray(r.w)[0]
     log_loss = logsumexp(-(y[:, None] * X) @ w) - np.log(2.0)
     assert float(np.asarray(r.log_loss)[0]) == pytest.approx(log_loss, rel=1e-9, abs=0)
@@ -1444,7 +1445,7 @@ Y7 = np.array([1.0, -1.0, 1.0, 1.0])
 def test_limits_refuse_a_tolerance_that_accepts_zero(tol):
     # tol >= 1 was met by w = 0 / beta = 0 at the start (margins >= 1 - tol, residual <= ||y||)
     with pytest.raises(ValueError, match="tol"):
-        diagonal.margin_limit(X7, Y7, 1.0, tol=tol)
+        dc.margin_limit(X7, Y7, 1.0, tol=tol)
     with pytest.raises(ValueError, match="tol"):
         diagonal.implicit_bias_limit(np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]]),
                                      np.array([1.0, 1.0]), 1.0, tol=tol)
@@ -1459,7 +1460,7 @@ def test_margin_limit_far_in_the_kernel_regime_is_the_l2_max_margin(mu, depth):
     A = Y7[:, None] * X7
     vertex = np.linalg.solve(A[:3], np.ones(3))
     assert np.all(A @ vertex >= 1 - 1e-12)
-    w, lam = diagonal.margin_limit(X7, Y7, mu, depth, return_dual=True)
+    w, lam = dc.margin_limit(X7, Y7, mu, depth, return_dual=True)
     np.testing.assert_allclose(w, vertex, rtol=1e-9)
     assert np.all(lam >= 0)
     g = A.T @ (lam / lam.max())   # (lam ~ 1 / mu: its squares would underflow)
@@ -1533,7 +1534,7 @@ def test_exponential_loss_path_follows_the_flow_at_small_scale_and_depth(alpha, 
     # 2 / curvature bound at the end of a level
     X = np.array([[1.0, 2.0], [2.0, 0.5], [-1.0, 1.5]])
     y = np.ones(3)
-    run = diagonal.exponential_loss_path(X, y, alpha, depth, accuracies=[2.0])
+    run = dc.exponential_loss_path(X, y, alpha, depth, accuracies=[2.0])
     w = _exp_flow_reference(X, y, alpha, depth, float(run.log_loss[0]))
     margin = np.min((y[:, None] * X) @ w)
     assert float(run.margin[0]) == pytest.approx(margin, rel=2e-3)
@@ -1551,7 +1552,7 @@ def test_exponential_loss_path_refuses_steps_below_float64_resolution(alpha, sca
     X = np.array([[1.0, 2.0], [2.0, 0.5]]) * scale
     with pytest.raises(ValueError, match=r"alpha=.*too large for the scale of X.*units of "
                                          r"float64 rounding"):
-        diagonal.exponential_loss_path(X, np.ones(2), alpha, depth, accuracies=[1.0])
+        dc.exponential_loss_path(X, np.ones(2), alpha, depth, accuracies=[1.0])
 
 
 def test_exponential_loss_path_accepts_a_large_scale_with_enough_resolution():
@@ -1561,7 +1562,7 @@ def test_exponential_loss_path_accepts_a_large_scale_with_enough_resolution():
     # alpha = 1 and 1e2: rounding adds nothing visible)
     X = np.array([[1.0, 2.0], [2.0, 0.5], [-1.0, 1.5]])
     y = np.ones(3)
-    run = diagonal.exponential_loss_path(X, y, 1e4, 2, accuracies=[1.0])
+    run = dc.exponential_loss_path(X, y, 1e4, 2, accuracies=[1.0])
     w = _exp_flow_reference(X, y, 1e4, 2, float(run.log_loss[0]))
     assert float(run.margin[0]) == pytest.approx(float(np.min((y[:, None] * X) @ w)), rel=1e-2)
 
@@ -1616,8 +1617,8 @@ def _key_slot_calls():
         ("implicit_bias_limit tol", "tol", lambda v: diagonal.implicit_bias_limit(
             X2[:1], y2[:1], 1.0, tol=v)),
         ("init_diagonal alpha", "alpha", lambda v: diagonal.init_diagonal(2, v)),
-        ("margin_limit mu", "mu", lambda v: diagonal.margin_limit(X2, yc, v)),
-        ("margin_limit tol", "tol", lambda v: diagonal.margin_limit(X2, yc, 1e-2, tol=v)),
+        ("margin_limit mu", "mu", lambda v: dc.margin_limit(X2, yc, v)),
+        ("margin_limit tol", "tol", lambda v: dc.margin_limit(X2, yc, 1e-2, tol=v)),
         ("gradient_descent step_size", "step_size", lambda v: flows.gradient_descent(
             quad, np.ones(2), step_size=v, num_steps=2)),
         ("gradient_descent_path snapshots", "snapshots", lambda v: diagonal.gradient_descent_path(
@@ -1675,9 +1676,9 @@ def _key_slot_calls():
             p2, np.ones(2), output_scale=v)),
         ("two_layer_batch output_scale", "output_scale", lambda v: twolayer.two_layer_batch(
             p2, X2, output_scale=v)),
-        ("exponential_loss_path step", "step", lambda v: diagonal.exponential_loss_path(
+        ("exponential_loss_path step", "step", lambda v: dc.exponential_loss_path(
             X2, yc * 0 + 1, 1.0, step=v)),
-        ("exponential_loss_path max_ratio", "max_ratio", lambda v: diagonal.exponential_loss_path(
+        ("exponential_loss_path max_ratio", "max_ratio", lambda v: dc.exponential_loss_path(
             X2, yc * 0 + 1, 1.0, max_ratio=v)),
     ]
 
@@ -1706,7 +1707,7 @@ def test_margin_limit_scaled_form_failure_names_the_callers_mu():
     X = np.array([[1.0, 2.0], [2.0, -0.5], [-1.0, 1.5]]) * 1e-120
     with pytest.raises((ValueError, RuntimeError), match=r"^margin_limit with mu=1\.000e-02 "
                                                          r"and max\|X\| = 2\.000e-120"):
-        diagonal.margin_limit(X, np.array([1.0, 1.0, -1.0]), mu=1e-2, depth=3)
+        dc.margin_limit(X, np.array([1.0, 1.0, -1.0]), mu=1e-2, depth=3)
 
 
 def test_lazy_train_initial_loss_overflow_names_alpha_not_the_step():
@@ -1728,8 +1729,9 @@ def test_lazy_train_initial_loss_overflow_names_alpha_not_the_step():
 
 
 def _x_slot_calls():
-    """(name, call) for every public function of lib.diagonal and lib.convex with an X
-    argument: call(X) runs it with valid values elsewhere (X of shape (2, 3))."""
+    """(name, call) for every public function of lib.diagonal, lib.diagonal_classification and
+    lib.convex with an X argument: call(X) runs it with valid values elsewhere (X of shape
+    (2, 3))."""
     y, yc = np.array([1.0, -1.0]), np.array([1.0, -1.0])
     return [
         ("dual_objective", lambda X: diagonal.dual_objective(np.ones(2), X, y, 1.0)),
@@ -1737,8 +1739,8 @@ def _x_slot_calls():
         ("gradient_flow_path", lambda X: diagonal.gradient_flow_path(X, y, 1.0)),
         ("gradient_descent_path", lambda X: diagonal.gradient_descent_path(
             X, y, 1.0, step_size=0.01, num_steps=3)),
-        ("margin_limit", lambda X: diagonal.margin_limit(X, yc, 0.1)),
-        ("exponential_loss_path", lambda X: diagonal.exponential_loss_path(X, yc, 1.0)),
+        ("margin_limit", lambda X: dc.margin_limit(X, yc, 0.1)),
+        ("exponential_loss_path", lambda X: dc.exponential_loss_path(X, yc, 1.0)),
         ("min_norm_interpolant p=2", lambda X: convex.min_norm_interpolant(X, y, 2)),
         ("min_norm_interpolant p=1", lambda X: convex.min_norm_interpolant(X, y, 1)),
         ("max_margin p=1", lambda X: convex.max_margin(X, yc, 1)),
@@ -1793,14 +1795,14 @@ def _array_slot_calls():
         ("gradient_flow_path y", "y", lambda v: diagonal.gradient_flow_path(X2, v, 1.0)),
         ("gradient_descent_path X", "X", lambda v: diagonal.gradient_descent_path(
             v, y2, 1.0, step_size=0.01, num_steps=2)),
-        ("margin_limit X", "X", lambda v: diagonal.margin_limit(v, yc, 0.1)),
-        ("margin_limit y", "y", lambda v: diagonal.margin_limit(X2, v, 0.1)),
-        ("exponential_loss_path X", "X", lambda v: diagonal.exponential_loss_path(
+        ("margin_limit X", "X", lambda v: dc.margin_limit(v, yc, 0.1)),
+        ("margin_limit y", "y", lambda v: dc.margin_limit(X2, v, 0.1)),
+        ("exponential_loss_path X", "X", lambda v: dc.exponential_loss_path(
             v, np.ones(2), 1.0)),
-        ("exponential_loss_path alpha", "alpha", lambda v: diagonal.exponential_loss_path(
+        ("exponential_loss_path alpha", "alpha", lambda v: dc.exponential_loss_path(
             X2, np.ones(2), v)),
         ("exponential_loss_path accuracies", "accuracies",
-         lambda v: diagonal.exponential_loss_path(X2, np.ones(2), 1.0, accuracies=v)),
+         lambda v: dc.exponential_loss_path(X2, np.ones(2), 1.0, accuracies=v)),
         ("min_norm_interpolant X", "X", lambda v: convex.min_norm_interpolant(v, y1)),
         ("min_norm_interpolant y", "y", lambda v: convex.min_norm_interpolant(X13, v)),
         ("max_margin X", "X", lambda v: convex.max_margin(v, yc)),
@@ -1865,7 +1867,7 @@ def test_exponential_loss_path_unreachable_accuracies_are_refused_at_once():
     with pytest.raises(ValueError, match=r"^accuracies must be at most (\S+) for X of shape "
                                          r"\(2, 2\), depth=2, step=0.25 \(got 1\.000e\+300\)"
                        ) as err:
-        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[1e300])
+        dc.exponential_loss_path(X, y, 1.0, accuracies=[1e300])
     assert time.process_time() - t < 5
     top = float(str(err.value).split("at most ")[1].split(" ")[0])
     assert reachable < top < 1e300

@@ -9,6 +9,7 @@ from scipy import integrate, optimize
 
 import lib
 from lib import diagonal as dg
+from lib import diagonal_classification as dc
 
 
 def _problem(N=5, d=12, seed=0):
@@ -427,7 +428,7 @@ def test_exponential_loss_path_tiny_margin_names_x_not_separability():
     assert all(Fraction(r[0]) * 0 + Fraction(r[1]) * 1 > 0 for r in X)
     with pytest.raises(ValueError, match=r"^X: the data \(X, y\) are separable only with a "
                                          r"margin below the resolvable relative size") as err:
-        dg.exponential_loss_path(X, np.ones(2), 1.0)
+        dc.exponential_loss_path(X, np.ones(2), 1.0)
     assert "not linearly separable" not in str(err.value)
 
 

@@ -1,4 +1,4 @@
-"""Tests of the classification additions to lib.diagonal (Moroshko et al. 2020): the margin
+"""Tests of lib.diagonal_classification (Moroshko et al. 2020): the margin
 problem against scipy's SLSQP on the primal and cvxpy's max-margin limits, and exponential-loss
 training against a smaller step and the sinh form of the flow."""
 
@@ -7,6 +7,7 @@ import pytest
 import scipy.optimize
 
 from lib import convex, diagonal
+from lib import diagonal_classification as dc
 
 
 def _data(seed, N=6, d=4):
@@ -41,7 +42,7 @@ def _slsqp(X, y, mu, depth):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_margin_limit_matches_primal_slsqp(seed, mu, depth):
     X, y = _data(seed)
-    w = diagonal.margin_limit(X, y, mu, depth)
+    w = dc.margin_limit(X, y, mu, depth)
     ref = _slsqp(X, y, mu, depth)
     np.testing.assert_allclose(w, ref, atol=2e-5 * max(1.0, np.abs(ref).max()))
     assert np.min(y * (X @ w)) >= 1 - 1e-8
@@ -51,7 +52,7 @@ def test_margin_limit_matches_primal_slsqp(seed, mu, depth):
 @pytest.mark.parametrize("seed", [0, 3])
 def test_margin_limit_large_mu_is_l2_max_margin(seed, depth):
     X, y = _data(seed)
-    w = diagonal.margin_limit(X, y, 1e8, depth)
+    w = dc.margin_limit(X, y, 1e8, depth)
     ref = np.asarray(convex.max_margin(X, y, p=2))
     np.testing.assert_allclose(w, ref, atol=1e-5)
 
@@ -60,7 +61,7 @@ def test_margin_limit_large_mu_is_l2_max_margin(seed, depth):
 def test_margin_limit_small_mu_approaches_l1_max_margin(seed):
     X, y = _data(seed)
     ref = np.asarray(convex.max_margin(X, y, p=1))
-    errs = [np.linalg.norm(diagonal.margin_limit(X, y, mu) - ref) for mu in (1e-10, 1e-100,
+    errs = [np.linalg.norm(dc.margin_limit(X, y, mu) - ref) for mu in (1e-10, 1e-100,
                                                                              1e-300)]
     assert errs[2] <= errs[0] + 1e-7
     assert max(errs) < 0.05 * np.linalg.norm(ref)
@@ -69,20 +70,20 @@ def test_margin_limit_small_mu_approaches_l1_max_margin(seed):
 def test_margin_limit_bad_input():
     X, y = _data(0)
     with pytest.raises(ValueError, match="mu"):
-        diagonal.margin_limit(X, y, 0.0)
+        dc.margin_limit(X, y, 0.0)
     with pytest.raises(ValueError, match="mu"):
-        diagonal.margin_limit(X, y, -1.0)
+        dc.margin_limit(X, y, -1.0)
     with pytest.raises(ValueError, match="y"):
-        diagonal.margin_limit(X, 2 * y, 1.0)
+        dc.margin_limit(X, 2 * y, 1.0)
     Xs = np.array([[1.0, 0.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="separable"):
-        diagonal.margin_limit(Xs, np.array([1.0, -1.0]), 1.0)
+        dc.margin_limit(Xs, np.array([1.0, -1.0]), 1.0)
 
 
 @pytest.mark.parametrize("depth", [2, 3])
 def test_exponential_path_reaches_below_1e_minus_300(depth):
     X, y = _data(2, N=5, d=3)
-    run = diagonal.exponential_loss_path(X, y, np.array([0.5, 2.0]), depth,
+    run = dc.exponential_loss_path(X, y, np.array([0.5, 2.0]), depth,
                                          accuracies=[800.0, 1500.0])
     assert np.all(run.log_loss[:, 0] <= -800.0) and np.all(run.log_loss[:, 1] <= -1500.0)
     assert np.all(np.isfinite(run.w))
@@ -95,8 +96,8 @@ def test_exponential_path_reaches_below_1e_minus_300(depth):
 def test_exponential_path_step_independent(depth):
     """A smaller step (closer to gradient flow) gives the same predictor."""
     X, y = _data(4, N=5, d=3)
-    a = diagonal.exponential_loss_path(X, y, 1.0, depth, accuracies=[20.0, 100.0], step=0.25)
-    b = diagonal.exponential_loss_path(X, y, 1.0, depth, accuracies=[20.0, 100.0], step=0.05)
+    a = dc.exponential_loss_path(X, y, 1.0, depth, accuracies=[20.0, 100.0], step=0.25)
+    b = dc.exponential_loss_path(X, y, 1.0, depth, accuracies=[20.0, 100.0], step=0.05)
     np.testing.assert_allclose(a.w_hat, b.w_hat, atol=1e-3)
 
 
@@ -106,7 +107,7 @@ def test_exponential_path_has_the_link_form():
     stationarity residual after fitting lam >= 0 by NNLS vanishes."""
     X, y = _data(5, N=4, d=5)
     alpha = 1.5
-    run = diagonal.exponential_loss_path(X, y, alpha, accuracies=[30.0])
+    run = dc.exponential_loss_path(X, y, alpha, accuracies=[30.0])
     w = run.w[0]
     z = np.arcsinh(w / (2 * alpha ** 2))
     A = y[:, None] * X
@@ -117,7 +118,7 @@ def test_exponential_path_has_the_link_form():
 def test_exponential_path_records_the_weight_integral_on_one_point():
     """On one point the softmax weight is p = 1 at every step, so the recorded integral
     s = sum_j eta_j p_j equals the normalized-flow time (accumulated separately)."""
-    run = diagonal.exponential_loss_path(np.array([[1.0, 2.0]]), np.array([1.0]),
+    run = dc.exponential_loss_path(np.array([[1.0, 2.0]]), np.array([1.0]),
                                          np.array([0.5, 2.0]), 2, accuracies=[5.0, 40.0])
     assert run.s.shape == (2, 2, 1)
     np.testing.assert_allclose(run.s[..., 0], run.times, rtol=1e-12)
@@ -137,7 +138,7 @@ def test_exponential_path_weight_integral_gives_the_flow_form(depth):
     c = 4.0 if depth == 2 else depth * (depth - 2) * alpha ** (depth - 2)
     errs = []
     for step in (0.1, 0.05):
-        run = diagonal.exponential_loss_path(X, y, alpha, depth, accuracies=[3.0, 30.0],
+        run = dc.exponential_loss_path(X, y, alpha, depth, accuracies=[3.0, 30.0],
                                              step=step)
         assert np.all(run.s >= 0) and np.all(np.diff(run.s, axis=0) >= 0)
         w_flow = alpha ** depth * np.asarray(diagonal.h_D(c * run.s @ A, depth))
@@ -149,11 +150,11 @@ def test_exponential_path_weight_integral_gives_the_flow_form(depth):
 def test_exponential_path_bad_input():
     X, y = _data(0)
     with pytest.raises(ValueError, match="accuracies"):
-        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[10.0, 5.0])
+        dc.exponential_loss_path(X, y, 1.0, accuracies=[10.0, 5.0])
     with pytest.raises(ValueError, match="alpha"):
-        diagonal.exponential_loss_path(X, y, -1.0)
+        dc.exponential_loss_path(X, y, -1.0)
     with pytest.raises(ValueError, match="y"):
-        diagonal.exponential_loss_path(X, np.zeros_like(y), 1.0)
+        dc.exponential_loss_path(X, np.zeros_like(y), 1.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,7 +230,7 @@ def test_exponential_path_follows_the_gradient_flow(instance, alpha, depth):
     A = y[:, None] * X
     errors = []
     for step in (0.25, 0.125):
-        run = diagonal.exponential_loss_path(X, y, alpha, depth, [1.0, 5.0, 10.0], step=step)
+        run = dc.exponential_loss_path(X, y, alpha, depth, [1.0, 5.0, 10.0], step=step)
         assert np.all(run.log_loss <= -run.accuracies)
         err = []
         for k, (t, w) in enumerate(_exp_flow(X, y, alpha, depth, run.log_loss)):
@@ -261,7 +262,7 @@ def test_curvature_bound_dominates_the_hessian(depth):
     N, d = 4, 3
 
     def f(u, A):
-        return diagonal.log_exponential_loss({"w_plus": u[:d], "w_minus": u[d:]}, (A, depth))
+        return dc.log_exponential_loss({"w_plus": u[:d], "w_minus": u[d:]}, (A, depth))
     hessian = jax.jit(jax.hessian(f))
     rng = np.random.default_rng(depth)
     ratios = []
@@ -273,14 +274,14 @@ def test_curvature_bound_dominates_the_hessian(depth):
         um = up.copy() if trial % 2 == 0 else np.exp(rng.normal() + rng.normal(size=d))
         H = np.asarray(hessian(jnp.asarray(np.concatenate([up, um])), jnp.asarray(A)))
         xmax = np.max(np.linalg.norm(X, axis=1))
-        M = float(diagonal._curvature_bound(jnp.asarray(up), jnp.asarray(um), xmax, depth))
+        M = float(dc._curvature_bound(jnp.asarray(up), jnp.asarray(um), xmax, depth))
         ratios.append(np.linalg.norm(H, 2) / M)
     assert max(ratios) <= 1 + 1e-9, max(ratios)
     x = np.array([1.0, -2.0, 0.5])
     A = np.stack([x, -x, x, -x])
     u = np.full(2 * d, 100.0)
     H = np.asarray(hessian(jnp.asarray(u), jnp.asarray(A)))
-    M = float(diagonal._curvature_bound(jnp.asarray(u[:d]), jnp.asarray(u[d:]),
+    M = float(dc._curvature_bound(jnp.asarray(u[:d]), jnp.asarray(u[d:]),
                                         np.linalg.norm(x), depth))
     assert 1 - 1e-4 < np.linalg.norm(H, 2) / M <= 1 + 1e-12, np.linalg.norm(H, 2) / M
 
@@ -301,7 +302,7 @@ def test_exponential_path_stops_on_a_plateau(alpha, depth):
     that loss, short of the accuracy."""
     X, y = _gaussian(0)
     with pytest.raises(RuntimeError, match=r"plateau.*saddle point.*larger max_steps") as info:
-        diagonal.exponential_loss_path(X, y, alpha, depth, [1.0, 10.0], max_steps=50_000)
+        dc.exponential_loss_path(X, y, alpha, depth, [1.0, 10.0], max_steps=50_000)
     assert "50000 steps" in str(info.value)
     t, f = _message_numbers(str(info.value))
     assert f > -1.0
@@ -315,7 +316,7 @@ def test_exponential_path_plateau_at_the_default_budget():
     after 2e6 steps (about 8 s), also for a batch of scales."""
     X, y = _gaussian(0)
     with pytest.raises(RuntimeError, match=r"max_steps=2000000 steps.*plateau"):
-        diagonal.exponential_loss_path(X, y, np.array([1e-6, 1e-4]), 4, [1.0])
+        dc.exponential_loss_path(X, y, np.array([1e-6, 1e-4]), 4, [1.0])
 
 
 def test_exponential_path_names_the_argument_at_fault():
@@ -324,26 +325,26 @@ def test_exponential_path_names_the_argument_at_fault():
     accuracies = [1e-320] on a 'target'."""
     X, y = _X3, _Y3
     with pytest.raises(ValueError, match=r"max_ratio=1.000000000001 is too close to 1"):
-        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[10.0], max_ratio=1 + 1e-12)
+        dc.exponential_loss_path(X, y, 1.0, accuracies=[10.0], max_ratio=1 + 1e-12)
     with pytest.raises(ValueError, match=r"max_ratio must be > 1"):
-        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[10.0], max_ratio=1 + 1e-17)
+        dc.exponential_loss_path(X, y, 1.0, accuracies=[10.0], max_ratio=1 + 1e-17)
     with pytest.raises(ValueError, match=r"^step=1e-300 is too small.*pass step >="):
-        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[1.0], step=1e-300)
+        dc.exponential_loss_path(X, y, 1.0, accuracies=[1.0], step=1e-300)
     with pytest.raises(ValueError, match=r"^step = 5e-324 is subnormal"):
-        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[1.0], step=5e-324)
+        dc.exponential_loss_path(X, y, 1.0, accuracies=[1.0], step=5e-324)
     with pytest.raises(ValueError, match=r"^accuracies has a subnormal value"):
-        diagonal.exponential_loss_path(X, y, 1.0, accuracies=[1e-320])
+        dc.exponential_loss_path(X, y, 1.0, accuracies=[1e-320])
     # the largest accepted step resolution at the start: alpha is at fault, not step
     with pytest.raises(ValueError, match=r"^alpha=100000000.0 is too large"):
-        diagonal.exponential_loss_path(X, y, 1e8, accuracies=[1.0], step=0.01)
+        dc.exponential_loss_path(X, y, 1e8, accuracies=[1.0], step=0.01)
 
 
 def test_exponential_path_checkpoints_do_not_change_the_path():
     """max_ratio and max_steps only count the step budget: a coarse and a fine set of
     checkpoints give the same iterates (the step depends on the iterate alone)."""
     X, y = _gaussian(1)
-    a = diagonal.exponential_loss_path(X, y, 0.1, 3, [1.0, 10.0], max_ratio=1.01)
-    b = diagonal.exponential_loss_path(X, y, 0.1, 3, [1.0, 10.0], max_ratio=1e6)
+    a = dc.exponential_loss_path(X, y, 0.1, 3, [1.0, 10.0], max_ratio=1.01)
+    b = dc.exponential_loss_path(X, y, 0.1, 3, [1.0, 10.0], max_ratio=1e6)
     np.testing.assert_array_equal(a.steps, b.steps)
     np.testing.assert_array_equal(a.w, b.w)
 
@@ -356,14 +357,14 @@ def test_exponential_w_hat_is_nan_exactly_where_the_margin_is_not_positive():
     (-1, 1) is the first step, which moves only the second coordinate (the gradient of
     exp(-w1) + exp(w1 - w2) in w1 is 0 at w = 0): margin min(w1, w2 - w1) = 0 exactly."""
     X = np.array([[1.0, 0.0], [-1.0, 1.0]])
-    run = diagonal.exponential_loss_path(X, np.array([1.0, 1.0]), 1.0, 2,
+    run = dc.exponential_loss_path(X, np.array([1.0, 1.0]), 1.0, 2,
                                          accuracies=[1e-3, 0.05])
     assert run.margin[0] == 0.0 and run.w[0, 0] == 0.0
     assert np.all(np.isnan(run.w_hat[0]))
     assert run.margin[1] > 0
     np.testing.assert_array_equal(run.w_hat[1], run.w[1] / run.margin[1])
     X = np.array([[1.0, 0.0], [-2.0, 1.0]])
-    run = diagonal.exponential_loss_path(X, np.array([1.0, 1.0]), 1.0, 2,
+    run = dc.exponential_loss_path(X, np.array([1.0, 1.0]), 1.0, 2,
                                          accuracies=[0.1, 0.3, 1.0])
     # margins recomputed from w: negative at the first two (N = 2, log N = 0.69 > 0.3)
     margins = np.min(X @ run.w.T, axis=0)
@@ -387,7 +388,7 @@ def test_margin_limit_meets_its_kkt_tolerance_on_random_instances():
         y = np.sign(X @ rng.standard_normal(d))
         y[y == 0] = 1.0
         mu, depth = 10 ** rng.uniform(-6, 3), int(rng.choice([2, 3]))
-        w, lam = diagonal.margin_limit(X, y, mu, depth, return_dual=True)
+        w, lam = dc.margin_limit(X, y, mu, depth, return_dual=True)
         assert np.all(lam >= 0)
         kkt = float(np.max(np.abs(np.minimum(lam, y * (X @ w) - 1.0))))
         worst = max(worst, kkt)

@@ -30,6 +30,7 @@ from lib import (  # noqa: E402
     parity,
     twolayer,
 )
+from lib import diagonal_classification as dc  # noqa: E402
 
 FAST = settings(max_examples=10)
 SLOW = settings(max_examples=3)
@@ -420,7 +421,7 @@ def test_bsp_correlations_match_the_exact_atoms(alpha, data):
 @given(X=arrays((2, 3), st.floats(0.2, 1.0)), mu=st.sampled_from([1e-20, 1e-2, 1.0, 1e3]))
 def test_margin_limit_satisfies_its_constraints(X, mu):
     y = np.ones(2)
-    w = np.asarray(diagonal.margin_limit(X, y, mu))
+    w = np.asarray(dc.margin_limit(X, y, mu))
     assert np.all(np.isfinite(w)) and np.min(X @ w) >= 1 - 1e-8
 
 
