@@ -485,3 +485,94 @@ def test_l2_max_margin_small_integer_data_is_exact_to_rounding():
     assert [F(float(y[3])) * F(float(v)) for v in X[3]] == want  # w = 1 * y_4 x_4
     w = np.asarray(lib.max_margin(X, y, p=2))
     np.testing.assert_allclose(w, [0.0, -1.0, 0.0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("delta", [1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12])
+def test_max_margin_below_float64_resolution_is_exact_or_refused(delta, p):
+    """Issue 21 round 13 (item 1): rows (1, 2) and (-1, -2 + delta), labels +1. The
+    constraints meet at the apex w* = Z^-1 (1, 1) (Z the rows, exact rationals below), and w*
+    is the optimum when |w|_p does not decrease along the edges Z^-1 e_i of the feasible
+    cone (checked exactly). p = 2 at delta = 1e-9 returned a w missing a constraint by
+    1.7e-6 (margin 2.2e-10: rounding any w ~ 4.5e9 to float64 moves the margins by ~1e-6).
+    Each answer now meets every constraint to 1e-8, computed exactly, with |w|_p within 1e-8
+    of |w*|_p; or it is a ValueError naming X that gives the margin."""
+    from fractions import Fraction as F
+
+    X = np.array([[1.0, 2.0], [-1.0, -2.0 + delta]])
+    (a, b), (c, e) = [[F(float(v)) for v in row] for row in X]
+    det = a * e - b * c
+
+    def zinv(r1, r2):  # Z^-1 (r1, r2) by Cramer's rule
+        return [(e * r1 - b * r2) / det, (a * r2 - c * r1) / det]
+
+    apex = zinv(F(1), F(1))
+    sign = [F((v > 0) - (v < 0)) for v in apex]
+    grad = sign if p == 1 else apex  # (sub)gradient direction of |w|_p at the apex
+    assert all(v != 0 for v in apex)
+    for g in (zinv(F(1), F(0)), zinv(F(0), F(1))):
+        assert sum(u * v for u, v in zip(grad, g, strict=True)) > 0  # the apex is optimal
+    best = (float(sum(abs(v) for v in apex)) if p == 1
+            else float(sum(v * v for v in apex)) ** 0.5)
+    try:
+        w = np.asarray(lib.max_margin(X, np.ones(2), p))
+    except ValueError as err:
+        assert str(err).startswith("X: ") and "margin" in str(err), str(err)
+        if p == 2 and delta == 1e-9:  # the finding: the margin is named
+            assert f"margin 1 / |w|_2 = {1 / best:.3e}" in str(err)
+        return
+    assert not (p == 2 and delta <= 1e-8), "a margin below float64's resolution was answered"
+    margins = [sum(F(float(x)) * F(float(v)) for x, v in zip(row, w, strict=True))
+               for row in X]
+    assert min(margins) >= 1 - F(1, 10 ** 8), [float(m) for m in margins]
+    assert abs(float(np.linalg.norm(w, ord=p)) - best) <= 1e-8 * best
+
+
+def _exact_rows_l2_min(X, y, beta):
+    """For a 2 x 3 X of rank 2: beta (floats, read exactly) interpolates to 1e-9 per row
+    (relative to |X_i| |beta| + |y_i|) and is orthogonal, to 1e-9, to the null vector
+    n = x_1 cross x_2 of X: the minimum-l2 interpolant is the one orthogonal to the null
+    space. Cross products and sums in exact rationals."""
+    from fractions import Fraction as F
+
+    (p1, p2, p3), (q1, q2, q3) = [[F(float(v)) for v in row] for row in X]
+    n = [p2 * q3 - p3 * q2, p3 * q1 - p1 * q3, p1 * q2 - p2 * q1]
+    b = [F(float(v)) for v in beta]
+    for row, t in zip(X, y, strict=True):
+        r = [F(float(v)) for v in row]
+        res = abs(sum(u * v for u, v in zip(r, b, strict=True)) - F(float(t)))
+        scale = sum(abs(u * v) for u, v in zip(r, b, strict=True)) + abs(F(float(t)))
+        assert res <= scale / 10 ** 9
+    dot = abs(sum(u * v for u, v in zip(n, b, strict=True)))
+    nn = float(sum(v * v for v in n)) ** 0.5
+    nb = float(sum(v * v for v in b)) ** 0.5
+    assert float(dot) <= 1e-9 * nn * nb
+
+
+def test_min_norm_interpolant_scale_only_ill_conditioning_is_solved_exactly():
+    """Issue 21 round 13 (items 2, 3): systems ill-conditioned only through their scales
+    (well conditioned once rows and columns are divided by powers of two) were refused
+    although their interpolants are representable. X = [[1e-181, -1e-181], [0, -1e171]],
+    y = (-1, 3) (both p; y_2 underflows in every float64 route): the unique solution
+    (Gauss-Jordan in rationals) [-1e181 - 3e-171, -3e-171]. np.eye(2), y = (5e-324, 1), p = 1
+    (refused "condition number 1"): [5e-324, 1]. X = [[0, 1e35, 1e-30], [2e-62, 2e35, 0]],
+    y = (-2, -1), p = 1 (weights spanning 2**300, HiGHS gave up): the exact l1 optimum by
+    support enumeration, [0, -5e-36, -1.5e30]; p = 2 there and for rows (1, 2e100, 0),
+    (0, 1e100, 1) (refused as condition number 2.5e100) checked exactly orthogonal to the
+    null space."""
+    X, y = np.array([[1e-181, -1e-181], [0.0, -1e171]]), np.array([-1.0, 3.0])
+    want = _exact_unique_solution(X, y)
+    for p in (1, 2):
+        np.testing.assert_array_equal(np.asarray(lib.min_norm_interpolant(X, y, p)), want)
+    beta, cert = lib.min_norm_interpolant(np.eye(2), np.array([5e-324, 1.0]), 1,
+                                          return_certificate=True)
+    assert np.asarray(beta).tolist() == [5e-324, 1.0] and cert.verified()
+    for X, y in ((np.array([[0.0, 1e35, 1e-30], [2e-62, 2e35, 0.0]]), np.array([-2.0, -1.0])),
+                 (np.array([[0.0, 1e35, 1.0], [2e-62, 2e35, 0.0]]), np.array([-2.0, -1.0]))):
+        beta, cert = lib.min_norm_interpolant(X, y, 1, return_certificate=True)
+        want = np.array([float(v) for v in _exact_min_l1(X, y)])
+        np.testing.assert_allclose(np.asarray(beta), want, rtol=1e-12, atol=0)
+        assert cert.verified()
+        _exact_rows_l2_min(X, y, np.asarray(lib.min_norm_interpolant(X, y, 2)))
+    X, y = np.array([[1.0, 2e100, 0.0], [0.0, 1e100, 1.0]]), np.array([1.0, 2.0])
+    _exact_rows_l2_min(X, y, np.asarray(lib.min_norm_interpolant(X, y, 2)))
