@@ -144,7 +144,7 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             largest entries differ by more than 2**20, the equivalent system with rows
             divided by powers of two is solved instead (rows (1, 2) and (1e-300, 1e-300);
             ``p = 2`` then refined with exact residuals), its answer checked the same way.
-            When that fails too and ``X`` is small (``N <= d``, at most 1000 entries and 30
+            When that fails too and ``X`` is small (``N <= d``, at most 1000 entries and 10
             rows; ``p = 1``: at most 500 supports of N columns) and well conditioned once its
             rows and columns are divided by powers of two (condition number at most
             ``1e-9 / eps``: ill-conditioned only through its scales), the interpolant is
@@ -574,6 +574,10 @@ def _exact_ranks(X, y):
 _BASES_MAX = 500
 """Most bases (supports of N columns) that :func:`_exact_interpolant` tries for ``p = 1``."""
 
+_EXACT_ROWS = 10
+"""Most rows for :func:`_exact_interpolant` (rational elimination on 30 rows with entries at
+scales 2**+-300 took 20 to 30 s)."""
+
 
 def _fraction_solve(A, b):
     """The solution of the square system ``A x = b`` (lists of Fractions) by Gaussian
@@ -605,7 +609,7 @@ def _exact_interpolant(X, y, p):
     (:func:`_equilibrate`; condition number at most ``1e-9 / eps``), but whose float64 solves
     fail (a target or an entry leaves float64's range after scaling: X = [[1e-181, -1e-181],
     [0, -1e171]], y = (-1, 3), issue 21). Applies to ``N <= d``, at most :data:`_EXACT_MAX`
-    entries and 30 rows (the limits of :func:`_exact_ranks`). ``p = 2``: :math:`\beta =
+    entries and :data:`_EXACT_ROWS` rows. ``p = 2``: :math:`\beta =
     X^\top (XX^\top)^{-1} y`. ``p = 1``: the bases S of N columns are tried (at most
     :data:`_BASES_MAX`); :math:`\beta_S = X_S^{-1}y` is optimal when the dual point
     :math:`\lambda = X_S^{-\top}\mathrm{sign}(\beta_S)` (either sign for a zero entry)
@@ -616,7 +620,7 @@ def _exact_interpolant(X, y, p):
     from itertools import combinations, product
 
     N, d = X.shape
-    if N > d or X.size > _EXACT_MAX or N > 30:
+    if N > d or X.size > _EXACT_MAX or N > _EXACT_ROWS:
         return None
     with np.errstate(all="ignore"):
         sv = np.linalg.svd(_equilibrate(X), compute_uv=False)
