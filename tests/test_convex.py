@@ -576,3 +576,15 @@ def test_min_norm_interpolant_scale_only_ill_conditioning_is_solved_exactly():
         _exact_rows_l2_min(X, y, np.asarray(lib.min_norm_interpolant(X, y, 2)))
     X, y = np.array([[1.0, 2e100, 0.0], [0.0, 1e100, 1.0]]), np.array([1.0, 2.0])
     _exact_rows_l2_min(X, y, np.asarray(lib.min_norm_interpolant(X, y, 2)))
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_square_x_with_a_tiny_target_is_its_unique_solution(p):
+    """Issue 21 round 13 (item 2b at 11 rows, beyond the 10 rows of the enumeration route):
+    X = I (11 x 11), y = (t, 1, ..., 1) with t = 1e-300 or 5e-324. The unique interpolant is
+    y itself (by hand); HiGHS's absolute tolerances zero the first entry and p = 1 was refused
+    with "condition number 1". The square X's unique solution is now taken exactly."""
+    for t in (1e-300, 5e-324):
+        y = np.r_[t, np.ones(10)]
+        beta = np.asarray(lib.min_norm_interpolant(np.eye(11), y, p))
+        assert beta.tolist() == y.tolist()
