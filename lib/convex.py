@@ -156,7 +156,10 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             -1e171]]``, ``y = (-1, 3)`` gives ``[-1e181, -3e-171]``, ``np.eye(2)``, ``y =
             (5e-324, 1)`` gives ``[5e-324, 1]``, ``X = [[0, 1e35, 1e-30], [2e-62, 2e35,
             0]]``, ``y = (-2, -1)``, ``p = 1`` gives ``[0, -5e-36, -1.5e30]``; the errors
-            above are raised only when this route does not apply or does not verify.
+            above are raised only when this route does not apply or does not verify, and
+            then, for such an ``X``, end by saying that it is ill-conditioned only through
+            its scales, with the spans of its rows' and columns' largest entries and why the
+            exact route did not answer (too large, or an interpolant outside float64's range).
         RuntimeError: the solver's answer does not verify (the message names the checks that
             failed, with the residual, dual infeasibility and gap). For ``p = 1`` a vertex
             whose multipliers miss dual feasibility is first given the multipliers recomputed
@@ -230,6 +233,9 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             if p == 1 and isinstance(err, ValueError) and \
                     str(err).startswith("X beta = y is inconsistent"):
                 _consistent_l1_refusal(X0, y0)  # raises when exactly consistent
+            note = _scale_note(X0, p, str(failure))
+            if note:  # ill-conditioned only through its scales: say so, with the spans
+                raise type(failure)(str(failure) + note) from failure
             if failure is err:
                 raise
             raise failure from None
@@ -703,6 +709,42 @@ def _exact_interpolant(X, y, p):
     if not cert.verified():
         return None
     return jnp.asarray(beta), cert
+
+
+def _scale_note(X, p, message):
+    """The end of a refusal message for an ``X`` with ``N <= d`` that is well conditioned once
+    its rows and columns are divided by powers of two (:func:`_equilibrate`): its
+    ill-conditioning is only its scales, which are named, with why :func:`_exact_interpolant`
+    did not answer; "" otherwise (and when ``message`` already says that the interpolant
+    over- or underflows float64, the reason then)."""
+    import math
+
+    N, d = X.shape
+    if N > d:
+        return ""
+    with np.errstate(all="ignore"):
+        sv = np.linalg.svd(_equilibrate(X), compute_uv=False)
+    if not (sv[-1] > 0 and sv[0] / sv[-1] * np.finfo(float).eps <= _VERIFY_TOL):
+        return ""
+    rmax, cmax = np.max(np.abs(X), axis=1), np.max(np.abs(X), axis=0)
+    # spans as powers of ten from logarithms: 1e300 / 1e-300 overflows
+    span_r = float(np.log10(np.max(rmax)) - np.log10(np.min(rmax[rmax > 0])))
+    span_c = float(np.log10(np.max(cmax)) - np.log10(np.min(cmax[cmax > 0])))
+    rows = 30 if N == d else _EXACT_ROWS
+    if X.size > _EXACT_MAX or N > rows or (p == 1 and N < d and math.comb(d, N) > _BASES_MAX):
+        why = (f"it is too large for the exact rational route (N = {N} rows, {X.size} entries, "
+               f"{'square' if N == d else f'{math.comb(d, N)} bases of N columns'}; at most "
+               f"{rows} rows, {_EXACT_MAX} entries" +
+               (f", {_BASES_MAX} bases" if p == 1 and N < d else "") + ")")
+    elif "flows float64" in message:
+        return ""
+    else:
+        why = ("its exact interpolant, computed in rational arithmetic, is outside float64's "
+               "range (rounding it costs more than 1e-9: an entry over- or underflows)")
+    return (f"; X is ill-conditioned only through its scales: with rows and columns divided "
+            f"by powers of two its condition number is {float(sv[0] / sv[-1]):.3e}, but the "
+            f"largest entries of its rows span a ratio 1e{span_r:.0f} and of its columns "
+            f"1e{span_c:.0f}, beyond what the float64 solvers resolve; {why}")
 
 
 def _check_numerical_rank_of(Xs, X):

@@ -588,3 +588,29 @@ def test_min_norm_interpolant_square_x_with_a_tiny_target_is_its_unique_solution
         y = np.r_[t, np.ones(10)]
         beta = np.asarray(lib.min_norm_interpolant(np.eye(11), y, p))
         assert beta.tolist() == y.tolist()
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_min_norm_interpolant_scale_only_refusal_names_the_spans(p):
+    """Issue 21 round 13 (item 3): beyond the exact route's size (11 rows: X = [[0, 1e35,
+    1e-30], [2e-62, 2e35, 0]] beside a 9 x 9 identity), the refusal said only "condition
+    number 2.5e65 ... rank 1 to rounding". By hand, with rows and then columns divided by
+    their largest entries (powers of two) X is block diagonal with blocks about [[0, .5, 1],
+    [1, 1, 0]] and I: well conditioned. The message now says the ill-conditioning is only
+    the scales and gives the columns' span 1e97 (1e35 / 2e-62 ~ 5e96) and why the exact
+    route did not run. At 10 rows (8 x 8 identity) it answers: the first block's answer
+    equals the 2 x 3 system's exact optimum (p = 1, support enumeration in rationals)."""
+    from scipy.linalg import block_diag
+
+    A, t = np.array([[0.0, 1e35, 1e-30], [2e-62, 2e35, 0.0]]), np.array([-2.0, -1.0])
+    X, y = block_diag(A, np.eye(9)), np.r_[t, np.ones(9)]
+    with pytest.raises(ValueError, match=r"ill-conditioned only through its scales: .* of its "
+                                         r"columns 1e97, .* too large for the exact rational "
+                                         r"route \(N = 11 rows"):
+        lib.min_norm_interpolant(X, y, p)
+    beta = np.asarray(lib.min_norm_interpolant(block_diag(A, np.eye(8)), np.r_[t, np.ones(8)],
+                                               p))
+    np.testing.assert_array_equal(beta[3:], np.ones(8))
+    if p == 1:
+        want = np.array([float(v) for v in _exact_min_l1(A, t)])
+        np.testing.assert_allclose(beta[:3], want, rtol=1e-12, atol=0)
