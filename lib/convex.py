@@ -64,9 +64,15 @@ def _scaled(X, y):
 
 
 def _solve(problem, what):
+    import warnings
+
     cp = _cvxpy()
     try:
-        problem.solve(solver=cp.CLARABEL, **_TOL)
+        with warnings.catch_warnings():
+            # "Solution may be inaccurate": the status is acted on by the callers (an
+            # optimal_inaccurate answer is never returned unverified)
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=cp.CLARABEL, **_TOL)
     except cp.error.SolverError as err:
         raise RuntimeError(f"{what}: the solver failed ({err})") from err
     return problem.status
@@ -1187,16 +1193,35 @@ def _margin_solve(Xn, yn, p, what):
         checks = _margin_checks(Z, wv, mult if p == 1 else mult / 2.0, p)
         if max(checks.values()) <= _MARGIN_TOL:
             return wv
-    elif status not in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+    elif status not in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE, cp.OPTIMAL_INACCURATE):
         raise RuntimeError(f"{what}: solver status {status!r}")
-    wv, mult, infeasible = (_margin_whitened if p == 2 else _margin_l1_scaled)(Z, what)
+    # (optimal_inaccurate, on rows nearly opposite to 1e-9, goes to the reformulation too)
+    try:
+        wv, mult, infeasible = (_margin_whitened if p == 2 else _margin_l1_scaled)(Z, what)
+    except RuntimeError as err:
+        _tiny_margin(Z, what, err)
+        raise
     if infeasible:  # checked independently: not separable, unresolvable, or solver failure
         raise _unseparable(Z, what)
     checks = _margin_checks(Z, wv, mult, p)
     if max(checks.values()) > _MARGIN_TOL:
-        raise RuntimeError(f"{what}: the solution does not verify (relative residuals, tol "
+        err = RuntimeError(f"{what}: the solution does not verify (relative residuals, tol "
                            f"{_MARGIN_TOL:.0e}): {checks}")
+        _tiny_margin(Z, what, err)
+        raise err
     return wv
+
+
+def _tiny_margin(Z, what, err):
+    """After the reformulated problem failed (``err``): raise the ValueError of
+    :func:`_unseparable` when the rows ``Z`` have a margin, if any, below
+    :data:`_MARGIN_RESOLUTION` (a convex combination of the equilibrated rows of norm at most
+    that), where no solver answer verifies (rows (x, -x + 1e-9 g), labels +1, gave
+    RuntimeError "solver status 'optimal_inaccurate'" or "does not verify"; issue 21);
+    return otherwise."""
+    v, comb = _hull_distance(_equilibrate(Z))
+    if comb is not None and v <= _MARGIN_RESOLUTION:
+        raise _unseparable(Z, what) from err
 
 
 def _margin_whitened(Z, what):
@@ -1339,16 +1364,20 @@ def max_margin(X, y, p=2):
             (``max |X|`` so small that ``1 / max |X|`` overflows), or a margin below what
             float64 resolves: the returned ``w`` must meet every constraint
             :math:`y_n\langle x_n, w\rangle \ge 1` to 1e-8, computed exactly on the caller's
-            ``X`` and ``y``, else the message names ``X`` and gives the margin :math:`1 /
-            \|w\|_p` and the violation (rows (1, 2) and (-1, -2 + 1e-9), labels +1, ``p =
-            2``: margin 2.2e-10, where rounding ``w ~ 4.5e9`` to float64 alone moves the
-            margins by about 1e-6).
+            ``X`` and ``y``, and rounding ``w`` to float64 must move no margin by more than
+            1e-8 of its size (eps :math:`|x_n||w|`; beyond that neither feasibility nor
+            optimality to 1e-8 is certified), else the message names ``X`` and gives the
+            margin :math:`1 / \|w\|_p`, the rounding and the violation (rows (1, 2) and
+            (-1, -2 + 1e-9), labels +1: margin 2.2e-10 (``p = 2``), where rounding ``w ~
+            4.5e9`` moves the margins by about 1e-6).
         RuntimeError: the solver stopped without reaching optimality, or its answer does not
             verify: every answer is checked against its own constraints and optimality
             conditions (constraint violation, dual feasibility, duality gap, relative, at
             most 1e-8); when the problem as posed fails this (ill-conditioned data, e.g.
             ``x = (1, +-1e-8)``), a whitened (p = 2) or column-scaled (p = 1) equivalent is
-            solved and checked instead, and the message gives the residuals if that fails too.
+            solved and checked instead, and the message gives the residuals if that fails too
+            (a ValueError naming ``X`` instead when the data's margin, if any, is below the
+            resolvable 1e-6, as above: rows (x, -x + 1e-9 g) with labels +1).
 
     Example:
         >>> import numpy as np
@@ -1379,34 +1408,42 @@ def max_margin(X, y, p=2):
 def _check_margins(w, X, y, p):
     r"""Raise ValueError naming X unless the returned ``w`` meets every constraint
     :math:`y_n\langle x_n, w\rangle \ge 1` on the caller's X and y to ``_MARGIN_TOL``, the
-    margins computed exactly (:func:`_exact_residual`, error-free products and exact sums).
-    The solver's checks allow the rounding of the products, eps |x_n| |w|, which for a tiny
+    margins computed exactly (:func:`_exact_residual`, error-free products and exact sums),
+    and float64 resolves the margins to that tolerance: rounding ``w`` alone moves margin n
+    by up to eps :math:`|x_n||w|`, at most ``_MARGIN_TOL`` times :math:`\max(1,
+    y_n\langle x_n, w\rangle)`. The solver's checks allow that rounding, which for a tiny
     margin exceeds the tolerance itself: rows (1, 2) and (-1, -2 + 1e-9), labels +1, have
-    |w| ~ 4.5e9 and the verified answer missed a constraint by 1.7e-6 (issue 21). There no
-    float64 w is both feasible to 1e-8 and optimal to 1e-8 (rounding the exact optimum alone
-    moves the margins by up to eps |x_n| |w| / 2 ~ 9e-7), so the data are refused."""
+    |w| ~ 4.5e9 and the verified answer missed a constraint by 1.7e-6; rows x and -x + 2e-10 g
+    gave a feasible w with |w|_2 6.4e-7 above the optimum (issue 21). There no float64 w is
+    certified feasible and optimal to 1e-8 (rounding the exact optimum alone moves the
+    margins by about eps |x_n| |w| / 2), so the data are refused."""
     Z = y[:, None] * X  # exact: y in {-1, +1}
     with np.errstate(all="ignore"):
         r = _exact_residual(Z, w, np.ones(Z.shape[0]))  # Z w - 1, correctly rounded
-    viol = float(max(0.0, -float(np.min(r)))) if np.all(np.isfinite(r)) else np.inf
-    if viol <= _MARGIN_TOL:
-        return
+    finite = bool(np.all(np.isfinite(r)))
+    viol = float(max(0.0, -float(np.min(r)))) if finite else np.inf
     sx, sw = _validate.pow2_scale(Z), _validate.pow2_scale(w)
+    ex = int(np.frexp(sx)[1]) + int(np.frexp(sw)[1]) - 2  # sx sw = 2**ex
+    eps = np.finfo(float).eps
     with np.errstate(all="ignore"):
-        # eps max_n |z_n| |w| (scaled: no overflow), what rounding w alone may cost a margin
-        kappa = float(np.max(np.abs(Z / sx) @ np.abs(w / sw))) * sx * sw
+        # eps |z_n| |w| / max(1, z_n . w) (scaled: no overflow), what rounding w alone may
+        # cost margin n relative to its size
+        zw = np.ldexp(np.abs(Z / sx) @ np.abs(w / sw), ex)
+        kappa = float(np.max(zw / np.maximum(1.0 + r, 1.0))) if finite else np.inf
+    if viol <= _MARGIN_TOL and eps * kappa <= _MARGIN_TOL:
+        return
+    with np.errstate(all="ignore"):
         (mw, ew) = _validate.norm_pow2(w) if p == 2 else (float(np.sum(np.abs(w / sw))),
                                                           int(np.frexp(sw)[1]) - 1)
         margin = float(np.ldexp(1.0 / mw, -ew)) if mw > 0 else np.inf
-    eps = np.finfo(float).eps
     raise ValueError(
         f"X: the data (X, y) are separable only with a margin below what float64 resolves: "
         f"the l{p} max-margin classifier w has margin 1 / |w|_{p} = {margin:.3e} (max |X| = "
-        f"{_validate.max_abs(X):.3e}), and the solver's answer misses a constraint "
-        f"y_n <x_n, w> >= 1 by {viol:.2e} (computed exactly; tolerance {_MARGIN_TOL:.0e}): "
-        f"rounding w to float64 alone moves y_n <x_n, w> by up to eps max_n |x_n| |w| = "
-        f"{eps * kappa:.1e}, so no float64 w meets the constraints and optimality to "
-        f"{_MARGIN_TOL:.0e} ({_range_text(Z)}); rescale or regularize X")
+        f"{_validate.max_abs(X):.3e}); rounding w to float64 alone moves y_n <x_n, w> by up "
+        f"to eps |x_n| |w| = {eps * kappa:.1e} of its size (tolerance {_MARGIN_TOL:.0e}), "
+        f"so no float64 w is certified to meet the constraints and optimality to "
+        f"{_MARGIN_TOL:.0e} (the solver's answer misses a constraint y_n <x_n, w> >= 1 by "
+        f"{viol:.2e}, computed exactly; {_range_text(Z)}); rescale or regularize X")
 
 
 def _polish_l2_margin(Xn, yn, w):

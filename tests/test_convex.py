@@ -614,3 +614,36 @@ def test_min_norm_interpolant_scale_only_refusal_names_the_spans(p):
     if p == 1:
         want = np.array([float(v) for v in _exact_min_l1(A, t)])
         np.testing.assert_allclose(beta[:3], want, rtol=1e-12, atol=0)
+
+
+def test_max_margin_nearly_opposite_rows_are_answered_exactly_or_refused_naming_x():
+    """Issue 21 round 13 (item 1, nearby variants): rows x and -x + delta g (labels +1, d = 2
+    to 4, delta from 1e-12 to 1e-5) gave RuntimeError "solver status 'optimal_inaccurate'"
+    (p = 1, 7 of 40 draws) or "does not verify" (6 of 80). Each is now an answer meeting every
+    constraint to 1e-8 in exact rationals, whose p = 2 norm matches the exact optimum (the
+    minimum-norm point of Z w = 1, w* = Z^T (Z Z^T)^-1 1, optimal since its multipliers
+    (Z Z^T)^-1 1 are >= 0, checked exactly), or a ValueError naming X (margin below what
+    float64 resolves); never a RuntimeError."""
+    from fractions import Fraction as F
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        d = int(rng.integers(2, 5))
+        x = rng.standard_normal(d)
+        X = np.array([x, -x + 10.0 ** rng.uniform(-12, -5) * rng.standard_normal(d)])
+        Z = [[F(float(v)) for v in row] for row in X]
+        g = [[sum(a * b for a, b in zip(r, s, strict=True)) for s in Z] for r in Z]
+        det = g[0][0] * g[1][1] - g[0][1] * g[1][0]
+        a = [(g[1][1] - g[0][1]) / det, (g[0][0] - g[1][0]) / det]  # (Z Z^T)^-1 (1, 1)
+        assert min(a) >= 0  # both constraints active at the optimum
+        best = float(a[0] + a[1]) ** 0.5  # |w*|^2 = 1^T (Z Z^T)^-1 1
+        for p in (1, 2):
+            try:
+                w = np.asarray(lib.max_margin(X, np.ones(2), p))
+            except ValueError as err:
+                assert str(err).startswith("X: "), str(err)
+                continue
+            margins = [sum(z * F(float(v)) for z, v in zip(row, w, strict=True)) for row in Z]
+            assert min(margins) >= 1 - F(1, 10 ** 8)
+            if p == 2:
+                assert abs(float(np.linalg.norm(w)) - best) <= 1e-8 * best
