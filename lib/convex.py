@@ -64,9 +64,15 @@ def _scaled(X, y):
 
 
 def _solve(problem, what):
+    import warnings
+
     cp = _cvxpy()
     try:
-        problem.solve(solver=cp.CLARABEL, **_TOL)
+        with warnings.catch_warnings():
+            # "Solution may be inaccurate": the status is acted on by the callers (an
+            # optimal_inaccurate answer is never returned unverified)
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=cp.CLARABEL, **_TOL)
     except cp.error.SolverError as err:
         raise RuntimeError(f"{what}: the solver failed ({err})") from err
     return problem.status
@@ -125,8 +131,9 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             consistent ill-conditioned system is not called inconsistent); for ``p = 2`` an
             ``X`` whose condition number (over the singular values kept, after scaling to
             max 1) exceeds ``1e-9 / eps`` (~4.5e6), where no float64 solution is guaranteed
-            the promised accuracy (rows or columns at very different scales, e.g. 1e100,
-            count here); for either ``p`` an ``X`` singular to rounding (a singular value at
+            the promised accuracy (rows or columns at very different scales count here
+            unless the exact route at the end of this list solves them); for either ``p``
+            an ``X`` singular to rounding (a singular value at
             most ``eps max(N, d)`` times the largest, after scaling to max 1) that has a larger
             rank in exact rational arithmetic (rows (1, 1) and (1, 1 + 2**-52): its unique
             interpolant is beyond float64's accuracy), or that has more than 1000 entries or
@@ -143,6 +150,22 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
             largest entries differ by more than 2**20, the equivalent system with rows
             divided by powers of two is solved instead (rows (1, 2) and (1e-300, 1e-300);
             ``p = 2`` then refined with exact residuals), its answer checked the same way.
+            When that fails too and ``X`` is small (``N <= d``, at most 1000 entries and 10
+            rows, 30 for a square ``X``; ``p = 1``: at most 500 supports of N columns) and
+            well conditioned once its rows and columns are divided by powers of two
+            (condition number at most ``1e-9 / eps``: ill-conditioned only through its
+            scales), the interpolant is
+            computed in exact rational arithmetic on the float entries and rounded
+            (``p = 2``: :math:`X^\top(XX^\top)^{-1}y`; ``p = 1``: the basis whose dual
+            point is exactly feasible, certificate solver "exact rational arithmetic"), and
+            returned when rounding costs at most 1e-9: ``X = [[1e-181, -1e-181], [0,
+            -1e171]]``, ``y = (-1, 3)`` gives ``[-1e181, -3e-171]``, ``np.eye(2)``, ``y =
+            (5e-324, 1)`` gives ``[5e-324, 1]``, ``X = [[0, 1e35, 1e-30], [2e-62, 2e35,
+            0]]``, ``y = (-2, -1)``, ``p = 1`` gives ``[0, -5e-36, -1.5e30]``; the errors
+            above are raised only when this route does not apply or does not verify, and
+            then, for such an ``X``, end by saying that it is ill-conditioned only through
+            its scales, with the spans of its rows' and columns' largest entries and why the
+            exact route did not answer (too large, or an interpolant outside float64's range).
         RuntimeError: the solver's answer does not verify (the message names the checks that
             failed, with the residual, dual infeasibility and gap). For ``p = 1`` a vertex
             whose multipliers miss dual feasibility is first given the multipliers recomputed
@@ -183,28 +206,46 @@ def min_norm_interpolant(X, y, p=2, *, return_certificate=False):
         # rows at very different scales (rows (1, 2) and (1e-300, 1e-300)): after dividing by
         # max |X| alone the small rows fall below every solver tolerance. Retry on the
         # equivalent system with each row divided by a power of two (_row_scaled); whatever
-        # it returns must interpolate the caller's X and y (_check_interpolates below: on the
+        # it returns must interpolate the caller's X and y (_check_interpolates: on the
         # scaled system alone X = [[1, 1e20], [1, 0]], y = [0, 1] "verified" [1, 0])
         scaled = _row_scaled(X0, y0)
-        retry = None
+        failure, found = err, None
         if scaled is not None:
             try:
-                retry = _min_norm_solve(jnp.asarray(scaled[0]), jnp.asarray(scaled[1]), p)
-            except (ValueError, RuntimeError):
-                retry = None
-        if retry is None:
+                beta, cert = _min_norm_solve(jnp.asarray(scaled[0]), jnp.asarray(scaled[1]), p)
+                if p == 2:
+                    # normwise accurate is not enough for rows at different scales: the
+                    # row-scaled solve of X = [[1, 1e20], [1, 0]], y = [0, 1] gave beta_2 = 0
+                    # (error 1e-20 beside |beta| = 1) where the first row needs beta_2 =
+                    # -1e-20; a few steps of refinement with exact residuals on the row-scaled
+                    # system fix such components (the minimum-norm correction stays in the row
+                    # space of X)
+                    beta = _refine_rows(np.asarray(beta), *scaled)
+                _check_interpolates(np.asarray(beta), X0, y0)
+                found = beta, cert
+            except (ValueError, RuntimeError) as retry_err:
+                # a retry that answered but fails the row check is what is reported
+                if not (isinstance(retry_err, ValueError) and
+                        str(retry_err).startswith("the computed beta does not interpolate")):
+                    retry_err = None
+                failure = retry_err or err
+        if found is None:
+            # rows and columns at very different scales but well conditioned once both are
+            # scaled by powers of two (issue 21: X = [[1e-181, -1e-181], [0, -1e171]], y =
+            # (-1, 3), whose y_2 / max |y| underflows in every float64 route): a small system
+            # is solved in exact rational arithmetic and rounded
+            found = _exact_interpolant(X0, y0, p)
+        if found is None:
             if p == 1 and isinstance(err, ValueError) and \
                     str(err).startswith("X beta = y is inconsistent"):
                 _consistent_l1_refusal(X0, y0)  # raises when exactly consistent
-            raise
-        beta, cert = retry
-        if p == 2:
-            # normwise accurate is not enough for rows at different scales: the row-scaled
-            # solve of X = [[1, 1e20], [1, 0]], y = [0, 1] gave beta_2 = 0 (error 1e-20 beside
-            # |beta| = 1) where the first row needs beta_2 = -1e-20; a few steps of refinement
-            # with exact residuals on the row-scaled system fix such components (the minimum-norm
-            # correction stays in the row space of X)
-            beta = _refine_rows(np.asarray(beta), *scaled)
+            note = _scale_note(X0, p, str(failure))
+            if note:  # ill-conditioned only through its scales: say so, with the spans
+                raise type(failure)(str(failure) + note) from failure
+            if failure is err:
+                raise
+            raise failure from None
+        beta, cert = found
     _check_interpolates(np.asarray(beta), X0, y0)
     return (beta, cert) if return_certificate else beta
 
@@ -541,6 +582,175 @@ def _exact_ranks(X, y):
     if rank_x is None:  # every row had a pivot among the columns of X
         rank_x = rank
     return rank_x, rank
+
+
+_BASES_MAX = 500
+"""Most bases (supports of N columns) that :func:`_exact_interpolant` tries for ``p = 1``."""
+
+_EXACT_ROWS = 10
+"""Most rows for :func:`_exact_interpolant` (rational elimination on 30 rows with entries at
+scales 2**+-300 took 20 to 30 s)."""
+
+
+def _fraction_solve(A, b):
+    """The solution of the square system ``A x = b`` (lists of Fractions) by Gaussian
+    elimination in exact arithmetic, or None when ``A`` is singular."""
+    n = len(A)
+    M = [list(row) + [t] for row, t in zip(A, b, strict=True)]
+    for col in range(n):
+        piv = next((i for i in range(col, n) if M[i][col] != 0), None)
+        if piv is None:
+            return None
+        M[col], M[piv] = M[piv], M[col]
+        for i in range(col + 1, n):
+            if M[i][col] != 0:
+                f = M[i][col] / M[col][col]
+                M[i] = [a - f * c for a, c in zip(M[i], M[col], strict=True)]
+    x = [None] * n
+    for i in range(n - 1, -1, -1):
+        x[i] = (M[i][n] - sum(M[i][j] * x[j] for j in range(i + 1, n))) / M[i][i]
+    return x
+
+
+def _exact_interpolant(X, y, p):
+    r"""``(beta, certificate)``: the minimum-:math:`\ell_p` interpolant of a small system
+    computed in exact rational arithmetic on the float entries and rounded to float64, or
+    None when this route does not apply or its rounded answer is not accurate to 1e-9.
+
+    For an ``X`` that is ill-conditioned only through its scales (rows and columns at very
+    different sizes) and well conditioned once both are divided by powers of two
+    (:func:`_equilibrate`; condition number at most ``1e-9 / eps``), but whose float64 solves
+    fail (a target or an entry leaves float64's range after scaling: X = [[1e-181, -1e-181],
+    [0, -1e171]], y = (-1, 3), issue 21). Applies to ``N <= d``, at most :data:`_EXACT_MAX`
+    entries and :data:`_EXACT_ROWS` rows (30 for a square ``X``, whose unique solution is
+    the answer for either ``p``: one exact elimination). ``p = 2``: :math:`\beta =
+    X^\top (XX^\top)^{-1} y`. ``p = 1``: the bases S of N columns are tried (at most
+    :data:`_BASES_MAX`); :math:`\beta_S = X_S^{-1}y` is optimal when the dual point
+    :math:`\lambda = X_S^{-\top}\mathrm{sign}(\beta_S)` (either sign for a zero entry)
+    has :math:`\|X^\top\lambda\|_\infty \le 1`, checked exactly (LP duality: zero gap).
+    The certificate's forward error is the exact relative error of the rounding."""
+    import math
+    from fractions import Fraction
+    from itertools import combinations, product
+
+    N, d = X.shape
+    square = N == d
+    if N > d or X.size > _EXACT_MAX or N > (30 if square else _EXACT_ROWS):
+        return None
+    with np.errstate(all="ignore"):
+        sv = np.linalg.svd(_equilibrate(X), compute_uv=False)
+    if not (sv[-1] > 0 and sv[0] / sv[-1] * np.finfo(float).eps <= _VERIFY_TOL):
+        return None  # ill-conditioned beyond its scales (or singular): not this route's case
+    Xf = [[Fraction(float(v)) for v in row] for row in X]
+    yf = [Fraction(float(t)) for t in y]
+    lam = None
+    if square:  # the unique interpolant, for either p; one exact elimination (about 1 s at 30)
+        b = _fraction_solve(Xf, yf)
+        if b is None:
+            return None
+        if p == 1:  # X^T lam = sign(b) exactly: |X^T lam| <= 1 and zero gap
+            lam = _fraction_solve([list(col) for col in zip(*Xf, strict=True)],
+                                  [Fraction((v > 0) - (v < 0)) for v in b])
+            if lam is None:
+                return None
+    elif p == 2:
+        G = [[sum(a * b for a, b in zip(ri, rj, strict=True)) for rj in Xf] for ri in Xf]
+        a = _fraction_solve(G, yf)
+        if a is None:
+            return None
+        b = [sum(Xf[i][j] * a[i] for i in range(N)) for j in range(d)]
+    else:
+        if math.comb(d, N) > _BASES_MAX:
+            return None
+        b = None
+        for S in combinations(range(d), N):
+            A = [[row[j] for j in S] for row in Xf]
+            bS = _fraction_solve(A, yf)
+            if bS is None:
+                continue
+            zeros = [k for k, v in enumerate(bS) if v == 0]
+            if len(zeros) > 8:
+                continue
+            At = [list(col) for col in zip(*A, strict=True)]
+            for signs in product((1, -1), repeat=len(zeros)):
+                s = [Fraction((v > 0) - (v < 0)) for v in bS]
+                for k, sg in zip(zeros, signs, strict=True):
+                    s[k] = Fraction(sg)
+                lam_S = _fraction_solve(At, s)
+                if lam_S is not None and all(
+                        abs(sum(Xf[i][j] * lam_S[i] for i in range(N))) <= 1 for j in range(d)):
+                    b = [Fraction(0)] * d
+                    for k, j in enumerate(S):
+                        b[j] = bS[k]
+                    lam = lam_S
+                    break
+            if b is not None:
+                break
+        if b is None:
+            return None
+    try:
+        beta = np.array([float(v) for v in b])
+    except OverflowError:
+        return None
+    bf = [Fraction(float(v)) for v in beta]
+    norm2 = sum(v * v for v in b)
+    if norm2 == 0:
+        return None
+    forward = math.sqrt(float(sum((u - v) ** 2 for u, v in zip(bf, b, strict=True)) / norm2))
+    if not forward <= _VERIFY_TOL:
+        return None  # rounding to float64 (underflow) costs more than 1e-9: refused as before
+    if p == 2:
+        return jnp.asarray(beta), None
+    r = [sum(xa * bb for xa, bb in zip(row, bf, strict=True)) - t
+         for row, t in zip(Xf, yf, strict=True)]
+    ny2 = sum(t * t for t in yf)
+    residual = math.sqrt(float(sum(v * v for v in r) / ny2))
+    n1 = sum(abs(v) for v in bf)
+    gap = float(abs(n1 - sum(t * v for t, v in zip(yf, lam, strict=True))) / n1)
+    cert = Certificate(solver=("exact rational arithmetic (unique solution, square X)" if square
+                               else "exact rational arithmetic (basis enumeration)"),
+                       status="optimal basis: dual point feasible exactly", residual=residual,
+                       dual_infeasibility=0.0, gap=gap, forward_error=forward,
+                       backward_error=_backward_error(beta, X, y)[0])
+    if not cert.verified():
+        return None
+    return jnp.asarray(beta), cert
+
+
+def _scale_note(X, p, message):
+    """The end of a refusal message for an ``X`` with ``N <= d`` that is well conditioned once
+    its rows and columns are divided by powers of two (:func:`_equilibrate`): its
+    ill-conditioning is only its scales, which are named, with why :func:`_exact_interpolant`
+    did not answer; "" otherwise (and when ``message`` already says that the interpolant
+    over- or underflows float64, the reason then)."""
+    import math
+
+    N, d = X.shape
+    if N > d:
+        return ""
+    with np.errstate(all="ignore"):
+        sv = np.linalg.svd(_equilibrate(X), compute_uv=False)
+    if not (sv[-1] > 0 and sv[0] / sv[-1] * np.finfo(float).eps <= _VERIFY_TOL):
+        return ""
+    rmax, cmax = np.max(np.abs(X), axis=1), np.max(np.abs(X), axis=0)
+    # spans as powers of ten from logarithms: 1e300 / 1e-300 overflows
+    span_r = float(np.log10(np.max(rmax)) - np.log10(np.min(rmax[rmax > 0])))
+    span_c = float(np.log10(np.max(cmax)) - np.log10(np.min(cmax[cmax > 0])))
+    rows = 30 if N == d else _EXACT_ROWS
+    if X.size > _EXACT_MAX or N > rows or (p == 1 and N < d and math.comb(d, N) > _BASES_MAX):
+        why = (f"it is too large for the exact rational route (N = {N} rows, {X.size} entries, "
+               f"{'square' if N == d else f'{math.comb(d, N)} bases of N columns'}; at most "
+               f"{rows} rows, {_EXACT_MAX} entries" +
+               (f", {_BASES_MAX} bases" if p == 1 and N < d else "") + ")")
+    elif "flows float64" in message:
+        return ""
+    else:
+        why = ("its exact interpolant, computed in rational arithmetic, is outside float64's "
+               "range (rounding it costs more than 1e-9: an entry over- or underflows)")
+    return (f"; X is ill-conditioned only through its scales: with rows and columns divided "
+            f"by powers of two its condition number is {float(sv[0] / sv[-1]):.3e}, but the "
+            f"largest entries of its rows span a ratio 1e{span_r:.0f} and of its columns "
+            f"1e{span_c:.0f}, beyond what the float64 solvers resolve; {why}")
 
 
 def _check_numerical_rank_of(Xs, X):
@@ -983,16 +1193,35 @@ def _margin_solve(Xn, yn, p, what):
         checks = _margin_checks(Z, wv, mult if p == 1 else mult / 2.0, p)
         if max(checks.values()) <= _MARGIN_TOL:
             return wv
-    elif status not in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+    elif status not in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE, cp.OPTIMAL_INACCURATE):
         raise RuntimeError(f"{what}: solver status {status!r}")
-    wv, mult, infeasible = (_margin_whitened if p == 2 else _margin_l1_scaled)(Z, what)
+    # (optimal_inaccurate, on rows nearly opposite to 1e-9, goes to the reformulation too)
+    try:
+        wv, mult, infeasible = (_margin_whitened if p == 2 else _margin_l1_scaled)(Z, what)
+    except RuntimeError as err:
+        _tiny_margin(Z, what, err)
+        raise
     if infeasible:  # checked independently: not separable, unresolvable, or solver failure
         raise _unseparable(Z, what)
     checks = _margin_checks(Z, wv, mult, p)
     if max(checks.values()) > _MARGIN_TOL:
-        raise RuntimeError(f"{what}: the solution does not verify (relative residuals, tol "
+        err = RuntimeError(f"{what}: the solution does not verify (relative residuals, tol "
                            f"{_MARGIN_TOL:.0e}): {checks}")
+        _tiny_margin(Z, what, err)
+        raise err
     return wv
+
+
+def _tiny_margin(Z, what, err):
+    """After the reformulated problem failed (``err``): raise the ValueError of
+    :func:`_unseparable` when the rows ``Z`` have a margin, if any, below
+    :data:`_MARGIN_RESOLUTION` (a convex combination of the equilibrated rows of norm at most
+    that), where no solver answer verifies (rows (x, -x + 1e-9 g), labels +1, gave
+    RuntimeError "solver status 'optimal_inaccurate'" or "does not verify"; issue 21);
+    return otherwise."""
+    v, comb = _hull_distance(_equilibrate(Z))
+    if comb is not None and v <= _MARGIN_RESOLUTION:
+        raise _unseparable(Z, what) from err
 
 
 def _margin_whitened(Z, what):
@@ -1132,13 +1361,23 @@ def max_margin(X, y, p=2):
             is below the resolvable relative size 1e-6 (a message naming ``X``: a combination
             of the rows, scaled to max 1, of norm at most 1e-6, e.g. rows (1e20, 1) and
             (-1, -1e-20)), or a classifier outside float64's range
-            (``max |X|`` so small that ``1 / max |X|`` overflows).
+            (``max |X|`` so small that ``1 / max |X|`` overflows), or a margin below what
+            float64 resolves: the returned ``w`` must meet every constraint
+            :math:`y_n\langle x_n, w\rangle \ge 1` to 1e-8, computed exactly on the caller's
+            ``X`` and ``y``, and rounding ``w`` to float64 must move no margin by more than
+            1e-8 of its size (eps :math:`|x_n||w|`; beyond that neither feasibility nor
+            optimality to 1e-8 is certified), else the message names ``X`` and gives the
+            margin :math:`1 / \|w\|_p`, the rounding and the violation (rows (1, 2) and
+            (-1, -2 + 1e-9), labels +1: margin 2.2e-10 (``p = 2``), where rounding ``w ~
+            4.5e9`` moves the margins by about 1e-6).
         RuntimeError: the solver stopped without reaching optimality, or its answer does not
             verify: every answer is checked against its own constraints and optimality
             conditions (constraint violation, dual feasibility, duality gap, relative, at
             most 1e-8); when the problem as posed fails this (ill-conditioned data, e.g.
             ``x = (1, +-1e-8)``), a whitened (p = 2) or column-scaled (p = 1) equivalent is
-            solved and checked instead, and the message gives the residuals if that fails too.
+            solved and checked instead, and the message gives the residuals if that fails too
+            (a ValueError naming ``X`` instead when the data's margin, if any, is below the
+            resolvable 1e-6, as above: rows (x, -x + 1e-9 g) with labels +1).
 
     Example:
         >>> import numpy as np
@@ -1162,7 +1401,49 @@ def max_margin(X, y, p=2):
     if not np.all(np.isfinite(w)):
         raise ValueError(f"the max-margin classifier is outside float64's range: its norm "
                          f"scales as 1 / max |X| and max |X| = {cx:.3e}; rescale X")
+    _check_margins(w, np.asarray(X), yn, p)
     return jnp.asarray(w)
+
+
+def _check_margins(w, X, y, p):
+    r"""Raise ValueError naming X unless the returned ``w`` meets every constraint
+    :math:`y_n\langle x_n, w\rangle \ge 1` on the caller's X and y to ``_MARGIN_TOL``, the
+    margins computed exactly (:func:`_exact_residual`, error-free products and exact sums),
+    and float64 resolves the margins to that tolerance: rounding ``w`` alone moves margin n
+    by up to eps :math:`|x_n||w|`, at most ``_MARGIN_TOL`` times :math:`\max(1,
+    y_n\langle x_n, w\rangle)`. The solver's checks allow that rounding, which for a tiny
+    margin exceeds the tolerance itself: rows (1, 2) and (-1, -2 + 1e-9), labels +1, have
+    |w| ~ 4.5e9 and the verified answer missed a constraint by 1.7e-6; rows x and -x + 2e-10 g
+    gave a feasible w with |w|_2 6.4e-7 above the optimum (issue 21). There no float64 w is
+    certified feasible and optimal to 1e-8 (rounding the exact optimum alone moves the
+    margins by about eps |x_n| |w| / 2), so the data are refused."""
+    Z = y[:, None] * X  # exact: y in {-1, +1}
+    with np.errstate(all="ignore"):
+        r = _exact_residual(Z, w, np.ones(Z.shape[0]))  # Z w - 1, correctly rounded
+    finite = bool(np.all(np.isfinite(r)))
+    viol = float(max(0.0, -float(np.min(r)))) if finite else np.inf
+    sx, sw = _validate.pow2_scale(Z), _validate.pow2_scale(w)
+    ex = int(np.frexp(sx)[1]) + int(np.frexp(sw)[1]) - 2  # sx sw = 2**ex
+    eps = np.finfo(float).eps
+    with np.errstate(all="ignore"):
+        # eps |z_n| |w| / max(1, z_n . w) (scaled: no overflow), what rounding w alone may
+        # cost margin n relative to its size
+        zw = np.ldexp(np.abs(Z / sx) @ np.abs(w / sw), ex)
+        kappa = float(np.max(zw / np.maximum(1.0 + r, 1.0))) if finite else np.inf
+    if viol <= _MARGIN_TOL and eps * kappa <= _MARGIN_TOL:
+        return
+    with np.errstate(all="ignore"):
+        (mw, ew) = _validate.norm_pow2(w) if p == 2 else (float(np.sum(np.abs(w / sw))),
+                                                          int(np.frexp(sw)[1]) - 1)
+        margin = float(np.ldexp(1.0 / mw, -ew)) if mw > 0 else np.inf
+    raise ValueError(
+        f"X: the data (X, y) are separable only with a margin below what float64 resolves: "
+        f"the l{p} max-margin classifier w has margin 1 / |w|_{p} = {margin:.3e} (max |X| = "
+        f"{_validate.max_abs(X):.3e}); rounding w to float64 alone moves y_n <x_n, w> by up "
+        f"to eps |x_n| |w| = {eps * kappa:.1e} of its size (tolerance {_MARGIN_TOL:.0e}), "
+        f"so no float64 w is certified to meet the constraints and optimality to "
+        f"{_MARGIN_TOL:.0e} (the solver's answer misses a constraint y_n <x_n, w> >= 1 by "
+        f"{viol:.2e}, computed exactly; {_range_text(Z)}); rescale or regularize X")
 
 
 def _polish_l2_margin(Xn, yn, w):

@@ -1139,12 +1139,24 @@ def test_leaky_selected_parity_value_beyond_float64_raises():
 def test_l2_interpolant_refuses_what_float64_cannot_solve_to_the_promised_accuracy():
     from fractions import Fraction as F
     y = np.array([1.0, 2.0])
-    # was +-7.96e14 (exact +-9.007e14, 12 % off) at cond 3e15; rows or columns at scales
-    # 1e100 were called inconsistent although X has full row rank
-    for X in (np.array([[1.0, 1.0], [1.0, 1.0 + 1e-15]]),
-              np.array([[1.0, 2e100, 0.0], [0.0, 1e100, 1.0]])):
-        with pytest.raises(ValueError, match="X is too ill-conditioned"):
-            convex.min_norm_interpolant(X, y, p=2)
+    # was +-7.96e14 (exact +-9.007e14, 12 % off) at cond 3e15
+    with pytest.raises(ValueError, match="X is too ill-conditioned"):
+        convex.min_norm_interpolant(np.array([[1.0, 1.0], [1.0, 1.0 + 1e-15]]), y, p=2)
+    # rows or columns at scales 1e100 were called inconsistent although X has full row rank,
+    # then refused as too ill-conditioned (round 12); with rows and columns scaled by powers
+    # of two X is well conditioned, and the answer (exact rationals, issue 21 round 13) is
+    # X^T a with X X^T a = y: checked here exactly through the null vector n = x_1 cross x_2
+    # (beta . n = 0) and the rows' residuals
+    X = np.array([[1.0, 2e100, 0.0], [0.0, 1e100, 1.0]])
+    beta = [F(float(v)) for v in np.asarray(convex.min_norm_interpolant(X, y, p=2))]
+    (p1, p2, p3), (q1, q2, q3) = [[F(float(v)) for v in row] for row in X]
+    n = [p2 * q3 - p3 * q2, p3 * q1 - p1 * q3, p1 * q2 - p2 * q1]
+    nb = float(sum(v * v for v in beta)) ** 0.5
+    assert abs(float(sum(u * v for u, v in zip(n, beta, strict=True)))) <= \
+        1e-12 * float(sum(v * v for v in n)) ** 0.5 * nb
+    for row, t in zip(X, y, strict=True):
+        res = sum(F(float(u)) * v for u, v in zip(row, beta, strict=True)) - F(float(t))
+        assert abs(float(res)) <= 1e-15 * (float(t) + abs(float(row[1])) * nb)
     # cond 4e5 is within range: the exact solution (Cramer's rule in rationals) to 1e-9
     X = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-5]])
     a, b, c, d = [F(v) for v in X.ravel()]
