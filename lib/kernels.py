@@ -83,7 +83,7 @@ def kernel_regression(K, y, *, ridge: float = 0.0, rcond: float = 1e-12, tol: fl
             to ``|y|`` (the message gives it, the residual and the eigenvalues treated as 0);
             with ``ridge = 0`` and ``y`` interpolable, a residual of the refined float64
             coefficients still above ``tol``: an ill-conditioned ``K`` with coefficients so
-            large that rounding them to float64 leaves a residual of about
+            large that rounding them to float64 leaves a residual of up to about
             :math:`\varepsilon \|K\| \|c\| / \|y\|` (e.g. ``K`` with eigenvalues 1 to
             2e-12 and ``y`` along all eigenvectors: 3.5e-7), refused with the condition number,
             the residual and that rounding level (pass a larger ``tol`` or ``ridge > 0``);
@@ -246,8 +246,8 @@ def _kernel_regression_scaled(K, y, ridge, rcond, tol, kscale=1.0):
             f"iterative refinement): K has condition number {max(top, 0.0) / low:.3e} "
             f"(eigenvalues kept {low * kscale:.3e} to {top * kscale:.3e}), so coefficients of "
             f"relative size |c| |K| / |y| = {max(top, 0.0) * cnorm / ynorm:.3e} rounded to "
-            f"float64 leave a residual of about eps |K| |c| / |y| ~ {floor:.1e}; pass "
-            f"tol >= {max(2 * residual, floor):.1e}, or ridge > 0")
+            f"float64 leave a residual of up to about eps |K| |c| / |y| ~ {floor:.1e}; pass "
+            f"tol >= {2 * residual:.1e}, or ridge > 0")
     return jnp.asarray(c), 1.0
 
 

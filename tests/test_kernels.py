@@ -209,8 +209,13 @@ def test_kernel_regression_ill_conditioned_refusal_is_numerical_not_blaming_y():
     y = np.ones(5)
     rounded = np.array([float(v) for v in _exact_solve(K, y)])
     assert _exact_relative_residual(K, rounded, y) > 1e-8  # no float64 c near K^-1 y meets tol
-    with pytest.raises(ValueError, match=r"y can be interpolated.*residual.*condition number"):
+    with pytest.raises(ValueError, match=r"y can be interpolated.*residual.*condition number"
+                       ) as err:
         lib.kernel_regression(K, y)
+    import re
+    suggested = float(re.search(r"pass tol >= ([0-9.e+-]+),", str(err.value)).group(1))
+    c = lib.kernel_regression(K, y, tol=suggested)  # the tol it suggests is met
+    assert _exact_relative_residual(K, c, y) <= suggested
 
 
 def test_kernel_regression_not_interpolable_names_the_component_outside_the_range():
