@@ -270,6 +270,7 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     if d < 2:
         raise ValueError(f"the inputs must have dimension d >= 2 (sphere S^(d-1)), got d = {d}")
     kappa = _validate.positive("kappa", kappa, allow_zero=True)
+    same = x2 is x1  # K(x1, x1): computed exactly symmetric
     # K is positively homogeneous of degree 1 in each input (K(c x, x') = c K(x, x') for c > 0):
     # compute it on rows scaled to a largest entry in [0.5, 1) by powers of two (exact; no
     # overflow of the norms for entries above 1e154 nor underflow below 1e-154, also when the
@@ -285,15 +286,16 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
         kappa2 = np.float64(kappa) ** 2
     if np.isfinite(kappa2) and (kappa2 == 0 or kappa2 >= np.finfo(np.float64).tiny):
         K = np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2), float(kappa2), d))
-        K = _near_parallel(K, u1, u2, float(kappa2), d)
+        K = _near_parallel(K, u1, u2, float(kappa2), d, symmetric=same)
         with np.errstate(over="ignore", under="ignore"):
             out = (K * r1[:, None]) * r2[None, :]  # powers of two: exact unless out of range
     else:
         # kappa^2 beyond float64's range (kappa above ~1.3e154 or below ~1.5e-154): the two
         # terms separately, the second scaled as (kappa r1_i) (kappa r2_j) K_2
         first = _near_parallel(np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2),
-                                                         0.0, d)), u1, u2, 0.0, d)
-        second = _relu_second(u1, u2)
+                                                         0.0, d)), u1, u2, 0.0, d,
+                               symmetric=same)
+        second = _relu_second(u1, u2, symmetric=same)
         with np.errstate(over="ignore", under="ignore"):
             out = (first * r1[:, None]) * r2[None, :] + \
                 (second * (np.float64(kappa) * r1)[:, None]) * (np.float64(kappa) * r2)[None, :]
@@ -367,7 +369,7 @@ def _geometry(u1, u2):
     return norms, inner, cos
 
 
-def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 14):
+def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 14, symmetric=False):
     """Recompute the entries of K whose cosine is above 0.5 in absolute value with the exact
     angle (:func:`_pair_angles`); the other entries are left bit-for-bit unchanged.
 
@@ -375,9 +377,14 @@ def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 14):
     cancellation: sin phi + (pi - phi) cos phi >= 1.4); for ``cos < -0.5``, with
     e = pi - phi < pi/3 the angle to -x' (computed directly, not as pi - phi),
     sin(phi) + (pi - phi) cos(phi) = sin e - e cos e = e^3/3 - e^5/30 + ..., by its series
-    (the direct sum cancels: relative error ~ eps / e^2, 6.8e-10 at e = 0.0142)."""
+    (the direct sum cancels: relative error ~ eps / e^2, 6.8e-10 at e = 0.0142).
+    ``symmetric`` (u1 is u2): the entries above the diagonal are computed and mirrored, so K
+    stays exactly symmetric (the pivot of the accurate angle is taken in the second row)."""
     norms, inner, cos = _geometry(u1, u2)
-    ii, jj = np.nonzero((np.abs(cos) > _NEAR) & (norms > 0))
+    mask = (np.abs(cos) > _NEAR) & (norms > 0)
+    if symmetric:
+        mask = np.triu(mask)
+    ii, jj = np.nonzero(mask)
     K = np.array(K, copy=True)
     piv = _pivots(u2)
     for start in range(0, ii.size, chunk):
@@ -389,6 +396,8 @@ def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 14):
                          np.sin(a) + (np.pi - a) * np.cos(a))
         gap = np.where(anti, a, np.pi - a)  # pi - phi
         K[i, j] = norms[i, j] * shape / (2 * np.pi * d) + kappa2 * dot * gap / (2 * np.pi)
+        if symmetric:
+            K[j, i] = K[i, j]
     return K
 
 
@@ -407,16 +416,19 @@ def _sin_minus_x_cos(e):
     return total
 
 
-def _relu_second(u1, u2):
+def _relu_second(u1, u2, symmetric=False):
     """The input-weight term at kappa = 1, <u1, u2> (pi - phi) / (2 pi), exact angles for
     |cos| > 0.5 (used when kappa^2 is outside float64's range)."""
     norms, inner, cos = _geometry(u1, u2)
     gap = np.pi - np.arccos(cos)  # pi - phi
-    ii, jj = np.nonzero((np.abs(cos) > _NEAR) & (norms > 0))
+    mask = (np.abs(cos) > _NEAR) & (norms > 0)
+    ii, jj = np.nonzero(np.triu(mask) if symmetric else mask)
     if ii.size:
         dot = inner[ii, jj]
         a = _pair_angles(u1, u2, ii, jj, dot, _pivots(u2))
         gap[ii, jj] = np.where(dot < 0, a, np.pi - a)
+        if symmetric:
+            gap[jj, ii] = gap[ii, jj]
     return np.where(norms > 0, inner * gap / (2 * np.pi), 0.0)
 
 

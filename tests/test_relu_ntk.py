@@ -156,3 +156,17 @@ def test_relu_ntk_exactly_antiparallel_pairs_give_exactly_zero():
     for i in range(3):  # kappa^2 beyond float64's range (the scaled branch), one pair at a time
         k = float(lib.relu_ntk(x[i:i + 1], xp[i:i + 1], kappa=1e200)[0, 0])
         assert k == 0.0 and not np.signbit(k), (i, k)
+
+
+def test_relu_ntk_of_one_set_with_near_parallel_rows_is_exactly_symmetric():
+    """The accurate angle pivots on the second row's largest entry, so K(x_i, x_j) and
+    K(x_j, x_i) could differ by a rounding: with x2 = None the upper triangle is mirrored.
+    Entries still match the 60-digit reference within 1e-14."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal(3)
+    X = np.stack([s * base + 1e-6 * rng.standard_normal(3) for s in (1.0, -2.0, 0.5, -1.0)])
+    K = np.asarray(lib.relu_ntk(X, kappa=0.5))
+    assert np.array_equal(K, K.T)
+    for i in range(4):
+        for j in range(4):
+            assert K[i, j] == pytest.approx(_ref_relu_ntk(X[i], X[j], 0.5), rel=1e-14, abs=0)
