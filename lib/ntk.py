@@ -232,17 +232,25 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
         ValueError: inputs not finite real 2-D arrays, different ``d``, ``d < 2``, ``kappa``
             not a finite number >= 0 (Python ints of any size are converted; ``kappa**2``
             beyond float64's range is handled in scaled form), or a kernel entry beyond
-            float64's range. Angles of (anti)parallel pairs (cosine within 1e-4 of +-1) are
-            computed as :math:`\operatorname{atan2}(\|w\|, t\|x'\|)` with
-            :math:`x = t x' + w`, :math:`w \perp x'` (``w`` formed with exact products and
-            reorthogonalized), accurate to rounding relative to the angle itself, where
-            ``arccos`` of a cosine near 1 loses half the digits and the unit-vector form
-            ``2 atan2(|u - v|, |u + v|)`` loses eps / angle (6e-7 at an angle 2.6e-11); for
-            antiparallel pairs :math:`\pi - \varphi` is the angle to :math:`-x'`, so the
-            kernel, of order :math:`\pi - \varphi`, is accurate to rounding relative to
-            itself, and :math:`\sin\varphi + (\pi-\varphi)\cos\varphi` is its Taylor
-            series (no cancellation, which cost a factor 1e5 at
-            :math:`\pi - \varphi = 10^{-7}`). The kernel is computed on each input row
+            float64's range. Pairs with :math:`|\cos\varphi| > 1/2` get an accurate angle:
+            the angle :math:`\alpha` to the nearer of :math:`\pm x'` is
+            :math:`\operatorname{atan2}(\|x \times x'\|, |\langle x, x'\rangle|)`, with
+            :math:`\|x \times x'\| = \|x'\|\,\|w_\perp\|` for
+            :math:`w_l = (x_l x'_k - x_k x'_l) / x'_k` (:math:`k` the largest entry of
+            :math:`x'`; 2 x 2 minors from error-free products, exactly 0 for exactly
+            (anti)parallel inputs) and :math:`w_\perp` its part orthogonal to :math:`x'`
+            (an exact-product projection), accurate to rounding relative to the angle
+            itself, where ``arccos`` of a cosine near 1 loses half the digits. For
+            :math:`\cos\varphi < -1/2`, :math:`\alpha = \pi - \varphi` and
+            :math:`\sin\varphi + (\pi-\varphi)\cos\varphi = \sin\alpha - \alpha\cos\alpha`
+            is its Taylor series :math:`\alpha^3/3 - \alpha^5/30 + \dots` (the direct sum
+            cancels: relative error ~ eps / (pi - phi)^2, 6.8e-10 at
+            :math:`\pi - \varphi = 0.0142`). Each of the two terms is then accurate to a few
+            eps relative to itself at every angle (1.7e-15 at worst against 60-digit
+            references, d = 2 to 16); exactly antiparallel inputs give exactly 0 (never a
+            negative rounding residue). Where the two terms nearly cancel (``kappa > 0``,
+            :math:`\varphi > \pi/2`) the sum is accurate relative to the terms.
+            The kernel is computed on each input row
             scaled to a largest entry near 1 (it is positively homogeneous of degree 1 in
             each input), so entries of any magnitude, also rows of very different scales
             (1 and 1e-160), give the correct value within float64's range.
@@ -262,6 +270,7 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     if d < 2:
         raise ValueError(f"the inputs must have dimension d >= 2 (sphere S^(d-1)), got d = {d}")
     kappa = _validate.positive("kappa", kappa, allow_zero=True)
+    same = x2 is x1  # K(x1, x1): computed exactly symmetric
     # K is positively homogeneous of degree 1 in each input (K(c x, x') = c K(x, x') for c > 0):
     # compute it on rows scaled to a largest entry in [0.5, 1) by powers of two (exact; no
     # overflow of the norms for entries above 1e154 nor underflow below 1e-154, also when the
@@ -277,15 +286,16 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
         kappa2 = np.float64(kappa) ** 2
     if np.isfinite(kappa2) and (kappa2 == 0 or kappa2 >= np.finfo(np.float64).tiny):
         K = np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2), float(kappa2), d))
-        K = _near_parallel(K, u1, u2, float(kappa2), d)
+        K = _near_parallel(K, u1, u2, float(kappa2), d, symmetric=same)
         with np.errstate(over="ignore", under="ignore"):
             out = (K * r1[:, None]) * r2[None, :]  # powers of two: exact unless out of range
     else:
         # kappa^2 beyond float64's range (kappa above ~1.3e154 or below ~1.5e-154): the two
         # terms separately, the second scaled as (kappa r1_i) (kappa r2_j) K_2
         first = _near_parallel(np.asarray(_relu_ntk_unit(jnp.asarray(u1), jnp.asarray(u2),
-                                                         0.0, d)), u1, u2, 0.0, d)
-        second = _relu_second(u1, u2)
+                                                         0.0, d)), u1, u2, 0.0, d,
+                               symmetric=same)
+        second = _relu_second(u1, u2, symmetric=same)
         with np.errstate(over="ignore", under="ignore"):
             out = (first * r1[:, None]) * r2[None, :] + \
                 (second * (np.float64(kappa) * r1)[:, None]) * (np.float64(kappa) * r2)[None, :]
@@ -296,23 +306,41 @@ def relu_ntk(x1, x2=None, *, kappa: float = 1.0):
     return jnp.asarray(out)
 
 
-def _angles(u1, u2, i, j):
-    """Angles between rows u1[i] and u2[j] (1-D index arrays), accurate to rounding relative
-    to the angle itself, also for (anti)parallel pairs (where arccos of a cosine rounded near
-    +-1 loses half the digits, and 2 atan2(|a - b|, |a + b|) of the rounded unit vectors a, b
-    has an absolute error eps: a relative error eps / angle, 6e-7 at an angle 2.6e-11 to -x').
+_NEAR = 0.5  # pairs with |cos| above this get the accurate angle (pi/3 of x' or of -x')
 
-    With t = <u, v> / <v, v>, u = t v + w with w orthogonal to v, and the angle is
-    atan2(||w||, t ||v||). w = u - t v is formed with the exact product t v_k (Dekker's
-    TwoProduct: t v_k = p_k + q_k exactly) and reorthogonalized once against v, so its
-    entries are accurate to rounding relative to ||w|| whatever its size; the error of t
-    itself only moves w along v, which the second pass removes."""
+
+def _pivots(u2):
+    """Index of the largest absolute entry of each row of ``u2``."""
+    return np.argmax(np.abs(u2), axis=1)
+
+
+def _pair_angles(u1, u2, i, j, inner, piv):
+    """Angle between the rows u1[i] and +-u2[j] (whichever is nearer: the angle to u2[j] when
+    ``inner >= 0``, to -u2[j] otherwise, i.e. min(phi, pi - phi)), accurate to rounding
+    relative to the angle itself, and exactly 0 when the rows are exactly (anti)parallel.
+
+    With v = u2[j] and its largest entry v_k (``piv``), u = (u_k / v_k) v + w' where
+    w'_l = (u_l v_k - u_k v_l) / v_k: the 2 x 2 minors with the pivot, each formed from two
+    error-free products (Dekker's TwoProduct), so it is accurate to rounding relative to
+    itself and exactly 0 for exactly parallel rows (then u_l v_k = u_k v_l exactly, and the
+    two splits are equal). The distance of u to the line of v is the norm of the part of w'
+    orthogonal to v, w' - s v with s = <w', v> / <v, v> (the product s v exact), and
+    |u x v| = |v| |w' - s v|. Since w'_k = 0 and |v_k| >= |v| / sqrt(d), that part is at least
+    |w'| / sqrt(d): no cancellation beyond sqrt(d), and the rounding of s only adds a
+    component along v (second order in the norm). The angle is atan2(|u x v|, |<u, v>|),
+    with |<u, v>| >= |u| |v| / 2 here (``|cos| > 0.5``), so its rounding is relative too."""
     u, v = u1[i], u2[j]
-    t = np.sum(u * v, axis=1) / np.sum(v * v, axis=1)
-    w = _minus_scaled(u, t, v)
-    s = np.sum(w * v, axis=1) / np.sum(v * v, axis=1)
+    k = piv[j]
+    rows = np.arange(i.size)
+    uk, vk = u[rows, k][:, None], v[rows, k][:, None]
+    p1, e1 = _validate.two_product(u, vk)
+    p2, e2 = _validate.two_product(uk, v)
+    w = ((p1 - p2) + (e1 - e2)) / vk
+    vv = np.sum(v * v, axis=1)
+    s = np.sum(w * v, axis=1) / vv
     w = _minus_scaled(w, s, v)
-    return np.arctan2(np.linalg.norm(w, axis=1), (t + s) * np.linalg.norm(v, axis=1))
+    cross = np.linalg.norm(w, axis=1) * np.sqrt(vv)
+    return np.arctan2(cross, np.abs(inner))
 
 
 _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitting constant for float64
@@ -331,61 +359,76 @@ def _minus_scaled(u, t, v):
     return (u - p) - q
 
 
-def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 16):
-    """Recompute the entries of K whose cosine is within 1e-4 of +-1 with the exact angle
-    (:func:`_angles`); the other entries are left bit-for-bit unchanged."""
+def _geometry(u1, u2):
+    """Row norms products, inner products and cosines of the rows of u1 and u2 (numpy)."""
     n1, n2 = np.linalg.norm(u1, axis=1), np.linalg.norm(u2, axis=1)
     norms = n1[:, None] * n2[None, :]
     inner = u1 @ u2.T
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.clip(inner / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
-    ii, jj = np.nonzero((np.abs(cos) > 1 - 1e-4) & (norms > 0))
+    return norms, inner, cos
+
+
+def _near_parallel(K, u1, u2, kappa2, d, *, chunk=1 << 14, symmetric=False):
+    """Recompute the entries of K whose cosine is above 0.5 in absolute value with the exact
+    angle (:func:`_pair_angles`); the other entries are left bit-for-bit unchanged.
+
+    For ``cos > 0.5`` (phi < pi/3) the angle phi and the closed form directly (no
+    cancellation: sin phi + (pi - phi) cos phi >= 1.4); for ``cos < -0.5``, with
+    e = pi - phi < pi/3 the angle to -x' (computed directly, not as pi - phi),
+    sin(phi) + (pi - phi) cos(phi) = sin e - e cos e = e^3/3 - e^5/30 + ..., by its series
+    (the direct sum cancels: relative error ~ eps / e^2, 6.8e-10 at e = 0.0142).
+    ``symmetric`` (u1 is u2): the entries above the diagonal are computed and mirrored, so K
+    stays exactly symmetric (the pivot of the accurate angle is taken in the second row)."""
+    norms, inner, cos = _geometry(u1, u2)
+    mask = (np.abs(cos) > _NEAR) & (norms > 0)
+    if symmetric:
+        mask = np.triu(mask)
+    ii, jj = np.nonzero(mask)
     K = np.array(K, copy=True)
+    piv = _pivots(u2)
     for start in range(0, ii.size, chunk):
         i, j = ii[start:start + chunk], jj[start:start + chunk]
-        phi = _angles(u1, u2, i, j)
-        c = cos[i, j]
-        first = norms[i, j] * (np.sin(phi) + (np.pi - phi) * c) / (2 * np.pi * d)
-        second = kappa2 * inner[i, j] * (np.pi - phi) / (2 * np.pi)
-        anti = c < 0
-        if anti.any():
-            # antiparallel: with e = pi - phi (the angle to -x', computed directly, not as
-            # pi - phi), sin(phi) + (pi - phi) cos(phi) = sin e - e cos e = e^3/3 - ..., which
-            # the direct sum loses to cancellation (relative error ~1e-16 / e^3)
-            e = _angles(u1, -u2, i[anti], j[anti])
-            first[anti] = norms[i[anti], j[anti]] * _sin_minus_x_cos(e) / (2 * np.pi * d)
-            second[anti] = kappa2 * inner[i[anti], j[anti]] * e / (2 * np.pi)
-        K[i, j] = first + second
+        dot = inner[i, j]
+        a = _pair_angles(u1, u2, i, j, dot, piv)  # phi, or pi - phi when dot < 0
+        anti = dot < 0
+        shape = np.where(anti, _sin_minus_x_cos(np.where(anti, a, 0.0)),
+                         np.sin(a) + (np.pi - a) * np.cos(a))
+        gap = np.where(anti, a, np.pi - a)  # pi - phi
+        K[i, j] = norms[i, j] * shape / (2 * np.pi * d) + kappa2 * dot * gap / (2 * np.pi)
+        if symmetric:
+            K[j, i] = K[i, j]
     return K
 
 
 def _sin_minus_x_cos(e):
-    """sin(e) - e cos(e) for 0 <= e <= 0.1 by its Taylor series sum_k (-1)^(k+1) 2k
-    e^(2k+1) / (2k+1)! (alternating, terms decreasing; 7 terms: truncation below 1e-30
-    relative), without the cancellation of the direct difference (which is ~e^3/3)."""
+    """sin(e) - e cos(e) for 0 <= e <= 1.1 by its Taylor series sum_k (-1)^(k+1) 2k
+    e^(2k+1) / (2k+1)! (alternating, terms decreasing; 12 terms: truncation below 1e-24
+    relative at e = 1.1), without the cancellation of the direct difference (which is
+    ~e^3/3); exactly 0 at e = 0."""
     e = np.asarray(e, dtype=np.float64)
     e2 = e * e
     total = np.zeros_like(e)
     term = e  # e^(2k+1) / (2k+1)! for k = 0
-    for k in range(1, 8):
+    for k in range(1, 13):
         term = term * e2 / ((2 * k) * (2 * k + 1))
         total = total + (-1) ** (k + 1) * (2 * k) * term
     return total
 
 
-def _relu_second(u1, u2):
-    """The input-weight term at kappa = 1, <u1, u2> (pi - phi) / (2 pi), exact angles near
-    +-1 (used when kappa^2 is outside float64's range)."""
-    n1, n2 = np.linalg.norm(u1, axis=1), np.linalg.norm(u2, axis=1)
-    norms = n1[:, None] * n2[None, :]
-    inner = u1 @ u2.T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = np.clip(inner / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
+def _relu_second(u1, u2, symmetric=False):
+    """The input-weight term at kappa = 1, <u1, u2> (pi - phi) / (2 pi), exact angles for
+    |cos| > 0.5 (used when kappa^2 is outside float64's range)."""
+    norms, inner, cos = _geometry(u1, u2)
     gap = np.pi - np.arccos(cos)  # pi - phi
-    ii, jj = np.nonzero((np.abs(cos) > 1 - 1e-4) & (norms > 0))
+    mask = (np.abs(cos) > _NEAR) & (norms > 0)
+    ii, jj = np.nonzero(np.triu(mask) if symmetric else mask)
     if ii.size:
-        anti = cos[ii, jj] < 0  # pi - phi as the angle to -x' (no cancellation)
-        gap[ii, jj] = np.where(anti, _angles(u1, -u2, ii, jj), np.pi - _angles(u1, u2, ii, jj))
+        dot = inner[ii, jj]
+        a = _pair_angles(u1, u2, ii, jj, dot, _pivots(u2))
+        gap[ii, jj] = np.where(dot < 0, a, np.pi - a)
+        if symmetric:
+            gap[jj, ii] = gap[ii, jj]
     return np.where(norms > 0, inner * gap / (2 * np.pi), 0.0)
 
 
