@@ -2,6 +2,7 @@
 argument. Correct values are compared with independent answers (closed forms, scale
 relations, another solver), never with the code's own output at the same input."""
 
+import exact
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -1274,18 +1275,6 @@ def test_exponential_loss_path_with_tiny_inputs_runs():
 
 # ------------------------------------------------ round 6: findings of breaker21 (F1-F8)
 
-def _exact_solve(A, b):
-    """Gauss-Jordan elimination in exact rationals (A, b lists of Fractions)."""
-    n = len(b)
-    M = [list(A[i]) + [b[i]] for i in range(n)]
-    for col in range(n):
-        piv = next(r for r in range(col, n) if M[r][col] != 0)
-        M[col], M[piv] = M[piv], M[col]
-        for r in range(n):
-            if r != col and M[r][col] != 0:
-                f = M[r][col] / M[col][col]
-                M[r] = [a - f * b for a, b in zip(M[r], M[col], strict=True)]
-    return [M[i][n] / M[i][i] for i in range(n)]
 
 
 def test_kernel_regression_tiny_ridge_on_a_singular_k_is_refused_naming_ridge():
@@ -1306,7 +1295,7 @@ def test_kernel_regression_tiny_ridge_on_a_singular_k_is_refused_naming_ridge():
     for ridge in (1e-2, 1e-5):
         A = [[F(float(K[i, j])) + (F(ridge) if i == j else 0) for j in range(5)]
              for i in range(5)]
-        want = np.array([float(v) for v in _exact_solve(A, [F(float(v)) for v in y])])
+        want = np.array([float(v) for v in exact.solve(A, [F(float(v)) for v in y])])
         got = np.asarray(kernels.kernel_regression(K, y, ridge=ridge))
         assert np.max(np.abs(got - want)) <= 1e-9 * np.max(np.abs(want))
 

@@ -1,5 +1,6 @@
 """Kernel regression, RKHS norms and kernel distances against independent answers."""
 
+import exact
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -136,20 +137,6 @@ def test_kernel_regression_underflowing_coefficients_are_refused_or_right():
     np.testing.assert_allclose(c, want, rtol=1e-8, atol=0)
 
 
-def _exact_solve(K, y):
-    """K^-1 y for the float64 entries of K and y, in exact rationals (Gauss-Jordan)."""
-    from fractions import Fraction as F
-
-    n = len(y)
-    A = [[F(float(K[i, j])) for j in range(n)] + [F(float(y[i]))] for i in range(n)]
-    for col in range(n):
-        piv = next(r for r in range(col, n) if A[r][col] != 0)
-        A[col], A[piv] = A[piv], A[col]
-        for r in range(n):
-            if r != col and A[r][col] != 0:
-                f = A[r][col] / A[col][col]
-                A[r] = [a - f * b for a, b in zip(A[r], A[col], strict=True)]
-    return [A[i][n] / A[i][i] for i in range(n)]
 
 
 def _exact_relative_residual(K, c, y):
@@ -174,8 +161,8 @@ def test_kernel_regression_invertible_ill_conditioned_k_is_solved_not_refused(ga
     Now c is K^-1 y (exact rationals) to rounding."""
     K, y = np.array([[1.0, 1.0], [1.0, 1.0 + gap]]), np.array([1.0, -1.0])
     c = lib.kernel_regression(K, y)
-    exact = _exact_solve(K, y)
-    assert _relerr(c, exact) <= 4e-16  # was 1.25e-9 at gap 1e-9 (and refused at 1e-8)
+    want = exact.solve(K, y)
+    assert _relerr(c, want) <= 4e-16  # was 1.25e-9 at gap 1e-9 (and refused at 1e-8)
     assert _exact_relative_residual(K, c, y) <= 1e-8
 
 
@@ -186,7 +173,7 @@ def test_kernel_regression_hilbert_coefficients_accurate_after_refinement():
     H = np.array([[1.0 / (i + j + 1) for j in range(8)] for i in range(8)])
     y = np.ones(8)
     c = lib.kernel_regression(H, y)
-    assert _relerr(c, _exact_solve(H, y)) <= 1e-13  # measured 2.8e-15; was 5.3e-8
+    assert _relerr(c, exact.solve(H, y)) <= 1e-13  # measured 2.8e-15; was 5.3e-8
     assert _exact_relative_residual(H, c, y) <= 1e-8
 
 
@@ -202,12 +189,12 @@ def test_kernel_regression_ill_conditioned_refusal_is_numerical_not_blaming_y():
     K = 0.5 * (K + K.T)
     y = rng.standard_normal(5)
     c = lib.kernel_regression(K, y)
-    assert _relerr(c, _exact_solve(K, y)) <= 1e-9  # eps cond = 2.2e-6; measured 5.6e-12
+    assert _relerr(c, exact.solve(K, y)) <= 1e-9  # eps cond = 2.2e-6; measured 5.6e-12
     assert _exact_relative_residual(K, c, y) <= 1e-8
     K = Q @ np.diag([1.0, 0.5, 0.1, 1e-3, 2e-12]) @ Q.T
     K = 0.5 * (K + K.T)
     y = np.ones(5)
-    rounded = np.array([float(v) for v in _exact_solve(K, y)])
+    rounded = np.array([float(v) for v in exact.solve(K, y)])
     assert _exact_relative_residual(K, rounded, y) > 1e-8  # no float64 c near K^-1 y meets tol
     with pytest.raises(ValueError, match=r"y can be interpolated.*residual.*condition number"
                        ) as err:
